@@ -1,0 +1,1 @@
+"""The `amux` command: a thin layer that imports heavy parts lazily."""

@@ -1,0 +1,187 @@
+"""The one error tree of amux, with the stable codes of SPEC Appendix A.
+
+Every failure a caller can see is an `AmuxError` subclass carrying a stable `code`,
+the HTTP status the Hub answers with and the exit code the CLI returns. Nothing
+else in amux re-invents that mapping: the Hub and the CLI read it from here
+(`ERROR_TABLE`), so a code, its status and its exit code never drift apart.
+
+    AmuxError
+    ├── InvalidArgument      invalid_argument    400  exit 2
+    ├── InvalidPath          invalid_path        400  exit 2   (+ reason)
+    ├── NotUtf8              not_utf8            400  exit 2
+    ├── RevisionConflict     revision_conflict   409  exit 3   (+ current_revision)
+    ├── MemoryDisabled       memory_disabled     503  exit 4
+    ├── HubUnreachable       hub_unreachable      —   exit 4
+    ├── Unauthenticated      unauthenticated     401  exit 5
+    ├── Forbidden            forbidden           403  exit 5
+    ├── BindingMismatch      binding_mismatch    403  exit 5
+    ├── QuotaExceeded        quota_exceeded      413  exit 6   (+ quota, limit, actual)
+    ├── SecretDetected       secret_detected     422  exit 7   (+ line, rule; never the secret)
+    ├── NotFound             not_found           404  exit 1
+    └── InternalError        internal            500  exit 1
+        └── RootLocked       internal            500  exit 1   (a second exclusive opener)
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class AmuxError(Exception):
+    """Base of every error amux reports to a caller."""
+
+    code: ClassVar[str] = "internal"
+    http_status: ClassVar[int | None] = 500
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def details(self) -> dict[str, Any]:
+        """Extra wire fields beside `code` and `message` (none by default)."""
+        return {}
+
+    def to_wire(self) -> dict[str, Any]:
+        """The JSON error body of SPEC Appendix A: `{"error": {"code", "message", ...}}`."""
+        return {"error": {"code": self.code, "message": self.message, **self.details()}}
+
+
+class InvalidArgument(AmuxError):
+    code = "invalid_argument"
+    http_status = 400
+    exit_code = 2
+
+
+class InvalidPath(AmuxError):
+    code = "invalid_path"
+    http_status = 400
+    exit_code = 2
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"invalid memory path {path!r}: {reason}")
+        self.reason = reason
+
+    def details(self) -> dict[str, Any]:
+        return {"reason": self.reason}
+
+
+class NotUtf8(AmuxError):
+    code = "not_utf8"
+    http_status = 400
+    exit_code = 2
+
+
+class RevisionConflict(AmuxError):
+    code = "revision_conflict"
+    http_status = 409
+    exit_code = 3
+
+    def __init__(self, path: str, expected: str, current: str) -> None:
+        super().__init__(
+            f"{path}: expected revision {expected} but the document is at {current}; "
+            "re-read it, merge, and retry with the current revision"
+        )
+        self.current_revision = current
+
+    def details(self) -> dict[str, Any]:
+        return {"current_revision": self.current_revision}
+
+
+class MemoryDisabled(AmuxError):
+    code = "memory_disabled"
+    http_status = 503
+    exit_code = 4
+
+
+class HubUnreachable(AmuxError):
+    code = "hub_unreachable"
+    http_status = None
+    exit_code = 4
+
+
+class Unauthenticated(AmuxError):
+    code = "unauthenticated"
+    http_status = 401
+    exit_code = 5
+
+
+class Forbidden(AmuxError):
+    code = "forbidden"
+    http_status = 403
+    exit_code = 5
+
+
+class BindingMismatch(AmuxError):
+    code = "binding_mismatch"
+    http_status = 403
+    exit_code = 5
+
+
+class QuotaExceeded(AmuxError):
+    code = "quota_exceeded"
+    http_status = 413
+    exit_code = 6
+
+    def __init__(self, quota: str, limit: int, actual: int, message: str) -> None:
+        super().__init__(message)
+        self.quota = quota
+        self.limit = limit
+        self.actual = actual
+
+    def details(self) -> dict[str, Any]:
+        return {"quota": self.quota, "limit": self.limit, "actual": self.actual}
+
+
+class SecretDetected(AmuxError):
+    code = "secret_detected"
+    http_status = 422
+    exit_code = 7
+
+    def __init__(self, line: int, rule: str) -> None:
+        super().__init__(
+            f"line {line} looks like a credential (rule {rule}); secrets are not stored"
+        )
+        self.line = line
+        self.rule = rule
+
+    def details(self) -> dict[str, Any]:
+        return {"line": self.line, "rule": self.rule}
+
+
+class NotFound(AmuxError):
+    code = "not_found"
+    http_status = 404
+    exit_code = 1
+
+
+class InternalError(AmuxError):
+    code = "internal"
+    http_status = 500
+    exit_code = 1
+
+
+class RootLocked(InternalError):
+    """Another process holds the memory root's exclusive lock (one Hub per root)."""
+
+
+ERROR_CLASSES: tuple[type[AmuxError], ...] = (
+    InvalidArgument,
+    InvalidPath,
+    NotUtf8,
+    RevisionConflict,
+    MemoryDisabled,
+    HubUnreachable,
+    Unauthenticated,
+    Forbidden,
+    BindingMismatch,
+    QuotaExceeded,
+    SecretDetected,
+    NotFound,
+    InternalError,
+)
+
+ERROR_TABLE: dict[str, tuple[int | None, int]] = {
+    cls.code: (cls.http_status, cls.exit_code) for cls in ERROR_CLASSES
+}
+"""code → (HTTP status or None, CLI exit code): the single mapping of SPEC Appendix A."""

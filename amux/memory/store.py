@@ -1,0 +1,273 @@
+"""The memory store: search, get, upsert and forget over one memory root (SPEC §2–3).
+
+The Hub owns one `Store` for its root (opened `exclusive=True`, so a second Hub on
+the same root fails clearly). Every operation takes a `Scope` from
+`amux.memory.scope.resolve_scope`, never a caller's string. Writes are conditional
+on the SHA-256 revision and serialized per scope by a lock; reads take no lock,
+since documents are only ever replaced by an atomic rename. Responses are the
+dicts of SPEC Appendix A, ready for `amux.memory.wire.encode`.
+
+The store is safe for many threads of one process. It is not meant to be written
+by two processes at once: that is what the exclusive root lock is for.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from amux.memory import fs, quota, read, rootlock
+from amux.memory.errors import InvalidArgument, NotUtf8, RevisionConflict
+from amux.memory.paths import LogicalPath, validate_path, validate_prefix
+from amux.memory.quota import ScopeUsage
+from amux.memory.revision import ABSENT, check_expected, revision_of
+from amux.memory.scope import Scope
+from amux.memory.search import Clock, SearchCache, check_limit, parse_query, search
+
+USAGE_TTL_SECONDS = 2.0
+"""How long a scope's counted usage is trusted before a write re-counts it.
+
+Between counts the store updates usage itself on every write it makes; the re-count
+catches documents edited or added by hand while the Hub runs, without walking the
+whole scope on every write (which would cost more than the write itself).
+"""
+
+
+class Store:
+    """One memory root: `global/` and `users/<sha256(principal)>/` below it."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        exclusive: bool = False,
+        clock: Clock = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+        cache: SearchCache | None = None,
+    ) -> None:
+        self.root = Path(root)
+        self.clock = clock
+        self.wall_clock = wall_clock
+        self.cache = cache if cache is not None else SearchCache()
+        self._write_locks: dict[str, threading.Lock] = {}
+        self._usage: dict[str, tuple[ScopeUsage, float]] = {}
+        self._guard = threading.Lock()
+        self._lock_fd: int | None = None
+        self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fchmod(self._root_fd, 0o700)
+            if exclusive:
+                self._lock_fd = rootlock.lock_exclusive(self._root_fd, str(self.root))
+                self.removed_temps = fs.remove_stale_temps(self._root_fd)
+            else:
+                self.removed_temps = self._clean_if_unserved()
+        except BaseException:
+            self.close()
+            raise
+
+    def _clean_if_unserved(self) -> int:
+        """Remove stale temps only when no exclusive holder (a live Hub) could own them."""
+        probe = rootlock.try_lock(self._root_fd)
+        if probe is None:
+            return 0
+        try:
+            return fs.remove_stale_temps(self._root_fd)
+        finally:
+            os.close(probe)
+
+    def close(self) -> None:
+        """Release the root lock and the root directory."""
+        for fd in (self._lock_fd, self._root_fd):
+            if fd is not None and fd >= 0:
+                os.close(fd)
+        self._lock_fd = None
+        self._root_fd = -1
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- reads ---------------------------------------------------------------------
+
+    def search(
+        self,
+        scope: Scope,
+        query: object,
+        path_prefix: object = None,
+        limit: object = None,
+    ) -> dict[str, Any]:
+        """Literal search; see `amux.memory.search`."""
+        parsed = parse_query(query)
+        if path_prefix is not None and not isinstance(path_prefix, str):
+            raise InvalidArgument("path_prefix must be a string")
+        prefix = validate_prefix(path_prefix)
+        count = check_limit(limit)
+        with self._scope_dir(scope, create=False) as scope_fd:
+            if scope_fd is None:
+                return {"results": [], "scanned_files": 0, "incomplete": False, "truncated": False}
+            return search(scope_fd, scope.binding, parsed, prefix, count, self.cache, self.clock)
+
+    def get(
+        self,
+        scope: Scope,
+        path: str,
+        start_line: object = 0,
+        end_line: object = 0,
+        offset: object = None,
+    ) -> dict[str, Any]:
+        """One bounded page of a document; see `amux.memory.read`."""
+        logical = validate_path(path)
+        start, end, off = read.check_range(start_line, end_line, offset)
+        with self._document_dir(scope, logical, create=False) as parent:
+            found = _read(parent, logical)
+        if found is None:
+            return read.absent_page(logical.text)
+        data, st = found
+        return read.page(logical.text, data, st.st_mtime, self.wall_clock(), start, end, off)
+
+    def usage(self, scope: Scope) -> ScopeUsage:
+        """Count the scope's documents and bytes now."""
+        with self._scope_dir(scope, create=False) as scope_fd:
+            return _count(scope_fd)
+
+    # -- writes --------------------------------------------------------------------
+
+    def upsert(
+        self, scope: Scope, path: str, content: str | bytes, expected_revision: object
+    ) -> dict[str, Any]:
+        """Create (`expected_revision="absent"`) or replace a whole document, durably."""
+        logical = validate_path(path)
+        expected = check_expected(expected_revision)
+        data = _utf8(content, logical)
+        quota.check_document(logical, data)
+        with self._write_lock(scope), self._scope_dir(scope, create=True) as scope_fd:
+            assert scope_fd is not None
+            with ExitStack() as stack:
+                parent = fs.open_dirs(scope_fd, logical.parents, logical.text)
+                if parent is not None:
+                    stack.callback(os.close, parent)
+                current = _read(parent, logical)
+                old = current[0] if current is not None else None
+                _check_revision(logical, expected, old)
+                usage = self._scope_usage(scope, scope_fd)
+                quota.check_scope(usage, None if old is None else len(old), len(data))
+                if parent is None:
+                    parent = fs.open_dirs(scope_fd, logical.parents, logical.text, create=True)
+                    assert parent is not None
+                    stack.callback(os.close, parent)
+                fs.write_atomic_at(parent, logical.name, data)
+            usage.bytes += len(data) - (0 if old is None else len(old))
+            usage.documents += old is None
+        return {"path": logical.text, "revision": revision_of(data), "created": old is None}
+
+    def forget(self, scope: Scope, path: str, expected_revision: object) -> dict[str, Any]:
+        """Delete one document if it is at `expected_revision`; a missing one is no error."""
+        logical = validate_path(path)
+        expected = check_expected(expected_revision)
+        absent = {"path": logical.text, "already_absent": True}
+        with self._write_lock(scope), self._scope_dir(scope, create=False) as scope_fd:
+            if scope_fd is None:
+                return absent
+            parent = fs.open_dirs(scope_fd, logical.parents, logical.text)
+            with fs.opened(parent):
+                current = _read(parent, logical)
+                if parent is None or current is None:
+                    return absent
+                _check_revision(logical, expected, current[0])
+                fs.unlink_at(parent, logical.name)
+            cached = self._usage.get(scope.binding)
+            if cached is not None:
+                cached[0].documents -= 1
+                cached[0].bytes -= len(current[0])
+        return {"path": logical.text, "deleted": True}
+
+    # -- helpers -------------------------------------------------------------------
+
+    @contextmanager
+    def _scope_dir(self, scope: Scope, *, create: bool) -> Iterator[int | None]:
+        label = "/".join(scope.directory)
+        with fs.opened(fs.open_dirs(self._root_fd, scope.directory, label, create=create)) as fd:
+            yield fd
+
+    @contextmanager
+    def _document_dir(
+        self, scope: Scope, logical: LogicalPath, *, create: bool
+    ) -> Iterator[int | None]:
+        with self._scope_dir(scope, create=create) as scope_fd:
+            if scope_fd is None:
+                yield None
+                return
+            with fs.opened(
+                fs.open_dirs(scope_fd, logical.parents, logical.text, create=create)
+            ) as parent:
+                yield parent
+
+    def _write_lock(self, scope: Scope) -> threading.Lock:
+        with self._guard:
+            lock = self._write_locks.get(scope.binding)
+            if lock is None:
+                lock = self._write_locks[scope.binding] = threading.Lock()
+            return lock
+
+    def _scope_usage(self, scope: Scope, scope_fd: int) -> ScopeUsage:
+        """The scope's usage, re-counted when older than `USAGE_TTL_SECONDS` (under lock)."""
+        cached = self._usage.get(scope.binding)
+        now = self.clock()
+        if cached is not None and now - cached[1] < USAGE_TTL_SECONDS:
+            return cached[0]
+        usage = _count(scope_fd)
+        self._usage[scope.binding] = (usage, now)
+        return usage
+
+
+def _count(scope_fd: int | None) -> ScopeUsage:
+    usage = ScopeUsage(0, 0)
+    if scope_fd is None:
+        return usage
+    for found in fs.TreeWalk(scope_fd):
+        try:
+            size = found.entry.stat(follow_symlinks=False).st_size
+        except FileNotFoundError:
+            continue
+        usage.documents += 1
+        usage.bytes += size
+    return usage
+
+
+def _read(parent: int | None, logical: LogicalPath) -> tuple[bytes, os.stat_result] | None:
+    """The document in directory fd `parent` (None: its directory does not exist)."""
+    return None if parent is None else fs.read_at(parent, logical.name, logical.text)
+
+
+def _utf8(content: str | bytes, logical: LogicalPath) -> bytes:
+    if isinstance(content, str):
+        try:
+            return content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise NotUtf8(
+                f"content for {logical.text} has a lone surrogate at character {exc.start}"
+            ) from None
+    if isinstance(content, bytes):
+        try:
+            content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise NotUtf8(
+                f"content for {logical.text} is not valid UTF-8 at byte {exc.start}; "
+                "memory documents are UTF-8 Markdown"
+            ) from None
+        return content
+    raise InvalidArgument("content must be text")
+
+
+def _check_revision(logical: LogicalPath, expected: str, current: bytes | None) -> None:
+    actual = ABSENT if current is None else revision_of(current)
+    if actual != expected:
+        raise RevisionConflict(logical.text, expected, actual)

@@ -1,0 +1,36 @@
+"""Shared fixtures. No test may touch the real home: AMUX_HOME and HOME point at temp dirs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from amux.memory import GLOBAL, Scope, Store
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point AMUX_HOME and HOME at fresh temp dirs for every test."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AMUX_HOME", str(home / "amux"))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    return home
+
+
+@pytest.fixture
+def memory_root(tmp_path: Path) -> Path:
+    return tmp_path / "memory"
+
+
+@pytest.fixture
+def store(memory_root: Path) -> Iterator[Store]:
+    with Store(memory_root) as opened:
+        yield opened
+
+
+@pytest.fixture
+def scope() -> Scope:
+    return GLOBAL
