@@ -199,7 +199,10 @@ class TreeWalk:
         keyed.sort(key=lambda item: item[0])
         for _key, entry, is_dir in keyed:
             if is_dir:
-                child = open_dir_at(dir_fd, entry.name, prefix + entry.name)
+                try:
+                    child = open_dir_at(dir_fd, entry.name, prefix + entry.name)
+                except InvalidPath:
+                    continue  # swapped for a symlink or a file since listing: never followed
                 if child is None:
                     continue  # removed since listing
                 try:

@@ -121,10 +121,12 @@ def page(
     limit = len(data) if not end_line or end_line >= total else _line_end(data, end_line)
     limit = max(limit, begin)
 
+    # Reserve the widest value each field can take: `false` is longer than `true`, and
+    # `null` is longer than a next_offset under 1000.
     response: dict[str, Any] = {
         "path": path, "exists": True, "revision": revision_of(data), "content": "",
-        "start_line": total, "end_line": total, "total_lines": total, "truncated": True,
-        "next_offset": len(data), "modified_at": rfc3339(mtime),
+        "start_line": total, "end_line": total, "total_lines": total, "truncated": False,
+        "next_offset": max(len(data), 1000), "modified_at": rfc3339(mtime),
         "stale_note": stale_note(mtime, now),
     }
     room = RESPONSE_MAX_BYTES - encoded_size(response)
