@@ -14,6 +14,7 @@ import errno
 import os
 import secrets
 import stat
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -28,15 +29,19 @@ _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _refusal(dir_fd: int, name: str) -> str:
+class FileInTheWay(InvalidPath):
+    """A path segment that must be a directory is a file (not a symlink)."""
+
+
+def _refusal(dir_fd: int, name: str, label: str) -> InvalidPath:
     """Why `name` in `dir_fd` cannot be used as a directory."""
     try:
         st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
     except FileNotFoundError:
-        return "a parent directory vanished while it was being opened"
+        return InvalidPath(label, "a parent directory vanished while it was being opened")
     if stat.S_ISLNK(st.st_mode):
-        return f"'{name}' is a symlink; symlinks are refused"
-    return f"'{name}' is a file where a directory is needed"
+        return InvalidPath(label, f"'{name}' is a symlink; symlinks are refused")
+    return FileInTheWay(label, f"'{name}' is a file where a directory is needed")
 
 
 def open_dir_at(dir_fd: int, name: str, label: str, *, create: bool = False) -> int | None:
@@ -51,7 +56,7 @@ def open_dir_at(dir_fd: int, name: str, label: str, *, create: bool = False) -> 
         if not create:
             return None
     except NotADirectoryError:
-        raise InvalidPath(label, _refusal(dir_fd, name)) from None
+        raise _refusal(dir_fd, name, label) from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise InvalidPath(label, f"'{name}' is a symlink; symlinks are refused") from None
@@ -98,15 +103,14 @@ def read_at(dir_fd: int, name: str, label: str) -> tuple[bytes, os.stat_result] 
             raise InvalidPath(label, f"'{name}' is a directory")
         if not stat.S_ISREG(st.st_mode):
             raise InvalidPath(label, f"'{name}' is not a regular file")
-        chunks = []
-        remaining = st.st_size
-        while True:
-            chunk = os.read(fd, max(remaining, 65536))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        # Ask for one byte more than the size: a short read then proves end of file
+        # without a second read call (this runs for every file a cold search scans).
+        data = os.read(fd, st.st_size + 1)
+        if len(data) > st.st_size:  # it grew while we read (edited by hand): read it all
+            chunks = [data]
+            while chunk := os.read(fd, 65536):
+                chunks.append(chunk)
+            data = b"".join(chunks)
         return data, st
     finally:
         os.close(fd)
@@ -153,66 +157,138 @@ def is_document_name(name: str) -> bool:
     return name.endswith(".md") and segment_problem(name) is None
 
 
-@dataclass
+SETTLE_NS = 1_000_000_000
+"""A file or directory changed less than this long ago may change again within the
+same timestamp tick (coarse clocks, 1-2 s on some file systems), so a cache must not
+trust its stat key yet: the same "racily clean" rule git applies to its index."""
+
+
+def settled(st: os.stat_result, now_ns: int) -> bool:
+    """Whether `st`'s timestamps are old enough for its stat key to prove it unchanged."""
+    return now_ns - max(st.st_mtime_ns, st.st_ctime_ns) > SETTLE_NS
+
+
+@dataclass(slots=True)
 class Found:
     """A document found by `TreeWalk`: its logical path and where to open it."""
 
     path: str
     dir_fd: int
     name: str
-    entry: os.DirEntry[str]
+
+    def lstat(self) -> os.stat_result:
+        return os.stat(self.name, dir_fd=self.dir_fd, follow_symlinks=False)
+
+
+Listing = tuple[int, list[tuple[str, bool]]]
+"""A directory's entry count (all entries, for the budget) and its (name, is_dir)
+subdirectories and documents in walk order."""
+ListingCache = dict[str, tuple[tuple[int, int, int], Listing]]
+"""Listings by directory prefix, each with the directory's (inode, mtime, ctime)."""
+
+
+def list_directory(dir_fd: int) -> Listing:
+    """Subdirectories and `*.md` documents of `dir_fd` in bytewise walk order.
+
+    Names are sorted with `/` appended to directory names: that makes depth-first
+    order equal the bytewise order of full paths. Symlinks, dot-files, other files
+    and names that are not valid segments are left out.
+    """
+    with os.scandir(dir_fd) as listing:
+        entries = list(listing)
+    keyed = []
+    for entry in entries:
+        name = entry.name
+        if segment_problem(name) is not None:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            keyed.append((os.fsencode(name) + b"/", name, True))
+        elif name.endswith(".md") and entry.is_file(follow_symlinks=False):
+            keyed.append((os.fsencode(name), name, False))
+    keyed.sort()
+    return len(entries), [(name, is_dir) for _key, name, is_dir in keyed]
 
 
 class TreeWalk:
     """Documents below a directory fd in bytewise path order, never following symlinks.
 
-    Entries inside one directory are sorted by name, with `/` appended to directory
-    names: that makes the depth-first order equal the bytewise order of full paths.
     With `max_entries` set, the walk stops after that many directory entries and
-    sets `stopped_early`.
+    sets `stopped_early`. With `listings`, a directory whose (inode, mtime, ctime)
+    is unchanged and settled reuses its previous listing instead of re-reading it.
+    Each yielded `Found.dir_fd` stays open until the walk moves past that directory.
     """
 
-    def __init__(self, base_fd: int, prefix: str = "", max_entries: int | None = None) -> None:
+    def __init__(
+        self,
+        base_fd: int,
+        prefix: str = "",
+        max_entries: int | None = None,
+        listings: ListingCache | None = None,
+    ) -> None:
         self.base_fd = base_fd
         self.prefix = prefix
         self.max_entries = max_entries
+        self.listings = listings
         self.entries_seen = 0
         self.stopped_early = False
 
-    def __iter__(self) -> Iterator[Found]:
-        return self._walk(self.base_fd, self.prefix)
-
-    def _walk(self, dir_fd: int, prefix: str) -> Iterator[Found]:
-        with os.scandir(dir_fd) as listing:
-            entries = list(listing)
-        self.entries_seen += len(entries)
+    def _list(self, dir_fd: int, prefix: str) -> list[tuple[str, bool]] | None:
+        """The directory's walk order; None when it takes the walk over its budget."""
+        if self.listings is None:
+            count, names = list_directory(dir_fd)
+        else:
+            st = os.fstat(dir_fd)
+            key = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+            cached = self.listings.get(prefix)
+            if cached is not None and cached[0] == key:
+                count, names = cached[1]
+            else:
+                count, names = list_directory(dir_fd)
+                if settled(st, time.time_ns()):
+                    self.listings[prefix] = (key, (count, names))
+        self.entries_seen += count
         if self.max_entries is not None and self.entries_seen > self.max_entries:
             self.stopped_early = True
+            return None
+        return names
+
+    def __iter__(self) -> Iterator[Found]:
+        listing = self._list(self.base_fd, self.prefix)
+        if listing is None:
             return
-        keyed = []
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                if segment_problem(entry.name) is None:
-                    keyed.append((os.fsencode(entry.name) + b"/", entry, True))
-            elif entry.is_file(follow_symlinks=False) and is_document_name(entry.name):
-                keyed.append((os.fsencode(entry.name), entry, False))
-        keyed.sort(key=lambda item: item[0])
-        for _key, entry, is_dir in keyed:
-            if is_dir:
-                try:
-                    child = open_dir_at(dir_fd, entry.name, prefix + entry.name)
-                except InvalidPath:
-                    continue  # swapped for a symlink or a file since listing: never followed
-                if child is None:
-                    continue  # removed since listing
-                try:
-                    yield from self._walk(child, f"{prefix}{entry.name}/")
-                finally:
-                    os.close(child)
-                if self.stopped_early:
-                    return
-            else:
-                yield Found(prefix + entry.name, dir_fd, entry.name, entry)
+        stack = [(self.base_fd, self.prefix, iter(listing))]
+        try:
+            while stack:
+                dir_fd, prefix, pending = stack[-1]
+                for name, is_dir in pending:
+                    if not is_dir:
+                        yield Found(prefix + name, dir_fd, name)
+                        continue
+                    try:
+                        child = open_dir_at(dir_fd, name, prefix + name)
+                    except InvalidPath:
+                        continue  # swapped for a symlink or a file since listing: never followed
+                    if child is None:
+                        continue  # removed since listing
+                    child_prefix = f"{prefix}{name}/"
+                    try:
+                        child_listing = self._list(child, child_prefix)
+                    except BaseException:
+                        os.close(child)
+                        raise
+                    if child_listing is None:
+                        os.close(child)
+                        return
+                    stack.append((child, child_prefix, iter(child_listing)))
+                    break
+                else:
+                    stack.pop()
+                    if dir_fd != self.base_fd:
+                        os.close(dir_fd)
+        finally:
+            for dir_fd, _prefix, _pending in stack:
+                if dir_fd != self.base_fd:
+                    os.close(dir_fd)
 
 
 @contextmanager

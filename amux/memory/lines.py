@@ -18,5 +18,12 @@ def char_start(data: bytes, index: int) -> int:
     return index
 
 
+def next_char_start(data: bytes, index: int) -> int:
+    """The nearest UTF-8 character boundary at or after `index`."""
+    while 0 < index < len(data) and (data[index] & 0xC0) == 0x80:
+        index += 1
+    return index
+
+
 def is_char_boundary(data: bytes, index: int) -> bool:
     return index == len(data) or (0 <= index < len(data) and (data[index] & 0xC0) != 0x80)

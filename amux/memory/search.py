@@ -17,8 +17,10 @@ truth.
 from __future__ import annotations
 
 import os
+import re
 import stat
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,13 +42,17 @@ from amux.memory.limits import (
     SEARCH_MAX_LIMIT,
     SNIPPET_MAX_BYTES,
 )
-from amux.memory.lines import char_start
+from amux.memory.lines import char_start, next_char_start
 from amux.memory.revision import revision_of
 from amux.memory.wire import encoded_size
 
 Clock = Callable[[], float]
 StatKey = tuple[int, int, int, int]
-_MEMO_MAX_TERMS = 64
+_MEMO_MAX_ENTRIES = 64
+_WHITESPACE = re.compile(
+    "[\t\n\x0b\x0c\r \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+"
+)
+"""The Unicode White_Space property (str.split() would also split on U+001C-U+001F)."""
 _SNIPPET_LEAD = 60
 """Bytes of context kept before the first match when a long line is cut."""
 
@@ -69,7 +75,7 @@ def parse_query(query: object) -> Query:
         raise InvalidArgument("query is not valid UTF-8 (lone surrogate)") from None
     if size > QUERY_MAX_BYTES:
         raise InvalidArgument(f"query is {size} bytes; the limit is {QUERY_MAX_BYTES}")
-    words = query.split()
+    words = [word for word in _WHITESPACE.split(query) if word]
     if not words:
         raise InvalidArgument("query has no terms: give 1 to 16 whitespace-separated words")
     if len(words) > QUERY_MAX_TERMS:
@@ -104,18 +110,36 @@ class CachedDocument:
     key: StatKey
     raw: bytes
     folded: bytes
-    memo: dict[bytes, bool] = field(default_factory=dict)
+    folded_path: bytes
+    _terms: dict[bytes, bool] = field(default_factory=dict)
+    _queries: dict[tuple[bytes, ...], tuple[list[int], list[int]]] = field(default_factory=dict)
     _title: bytes | None = None
     _revision: str | None = None
 
-    def contains(self, term: bytes) -> bool:
-        found = self.memo.get(term)
-        if found is None:
-            found = term in self.folded
-            if len(self.memo) >= _MEMO_MAX_TERMS:
-                self.memo.clear()
-            self.memo[term] = found
-        return found
+    @property
+    def cost(self) -> int:
+        return len(self.raw) + len(self.folded)
+
+    def match(self, terms: tuple[bytes, ...]) -> tuple[list[int], list[int]]:
+        """Indexes of the terms found in the content, and of those found in the path."""
+        known = self._queries.get(terms)
+        if known is None:
+            memo = self._terms
+            content = []
+            for index, term in enumerate(terms):
+                found = memo.get(term)
+                if found is None:
+                    found = memo[term] = term in self.folded
+                if found:
+                    content.append(index)
+            in_path = [index for index, term in enumerate(terms) if term in self.folded_path]
+            known = (content, in_path)
+            if len(self._queries) >= _MEMO_MAX_ENTRIES:
+                self._queries.clear()
+            if len(memo) >= _MEMO_MAX_ENTRIES:
+                memo.clear()
+            self._queries[terms] = known
+        return known
 
     @property
     def title(self) -> bytes:
@@ -156,16 +180,33 @@ def _title_of(folded: bytes) -> bytes:
     return b"\n".join(parts)
 
 
-def _stat_key(st: os.stat_result) -> StatKey:
-    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+@dataclass
+class ScopeCache:
+    """What searches of one scope remember: documents and directory listings."""
+
+    documents: dict[str, CachedDocument] = field(default_factory=dict)
+    listings: fs.ListingCache = field(default_factory=dict)
+
+    def cost(self) -> int:
+        return sum(document.cost for document in self.documents.values())
+
+
+_MAX_LISTINGS = 2 * SCAN_MAX_DIR_ENTRIES
+"""A walk lists at most 4,096 directories; more cached listings are of deleted ones."""
 
 
 class SearchCache:
-    """Bounded LRU of documents read by searches, keyed by (scope, path)."""
+    """Documents read by searches, per scope, bounded in bytes, never persisted.
+
+    Lookups take no lock (a dict read is atomic); entries are always validated by
+    the caller against the file's current `lstat` key, and only files whose
+    timestamps have settled are cached (`fs.settled`). When a new document does not
+    fit, the least recently searched other scopes are dropped first.
+    """
 
     def __init__(self, max_bytes: int = 64 * MIB) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[tuple[str, str], CachedDocument] = OrderedDict()
+        self._scopes: OrderedDict[str, ScopeCache] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -173,32 +214,42 @@ class SearchCache:
     def size_bytes(self) -> int:
         return self._bytes
 
-    def get(self, scope: str, path: str, key: StatKey) -> CachedDocument | None:
+    def scope(self, scope: str) -> ScopeCache:
+        """The cache of one scope; callers read it and add through `put`."""
         with self._lock:
-            document = self._entries.get((scope, path))
-            if document is None:
-                return None
-            if document.key != key:
-                self._drop((scope, path))
-                return None
-            self._entries.move_to_end((scope, path))
-            return document
+            cached = self._scopes.get(scope)
+            if cached is None:
+                cached = self._scopes[scope] = ScopeCache()
+            elif len(cached.listings) > _MAX_LISTINGS:
+                cached.listings.clear()
+            self._scopes.move_to_end(scope)
+            return cached
 
     def put(self, scope: str, path: str, document: CachedDocument) -> None:
-        cost = len(document.raw) + len(document.folded)
-        if cost > self.max_bytes:
-            return
         with self._lock:
-            self._drop((scope, path))
-            self._entries[(scope, path)] = document
-            self._bytes += cost
-            while self._bytes > self.max_bytes:
-                self._drop(next(iter(self._entries)))
+            cached = self._scopes.get(scope)
+            if cached is None:
+                return  # evicted meanwhile: not worth re-adding mid-search
+            old = cached.documents.pop(path, None)
+            if old is not None:
+                self._bytes -= old.cost
+            while self._bytes + document.cost > self.max_bytes and len(self._scopes) > 1:
+                victim, dropped = next(iter(self._scopes.items()))
+                if victim == scope:
+                    self._scopes.move_to_end(scope)
+                    continue
+                del self._scopes[victim]
+                self._bytes -= dropped.cost()
+            if self._bytes + document.cost <= self.max_bytes:
+                cached.documents[path] = document
+                self._bytes += document.cost
 
-    def _drop(self, entry: tuple[str, str]) -> None:
-        document = self._entries.pop(entry, None)
-        if document is not None:
-            self._bytes -= len(document.raw) + len(document.folded)
+    def prune(self, scope: str, keep: set[str]) -> None:
+        """Forget documents of `scope` that a complete scan no longer found."""
+        with self._lock:
+            documents = self._scopes.get(scope, ScopeCache()).documents
+            for path in [path for path in documents if path not in keep]:
+                self._bytes -= documents.pop(path).cost
 
 
 @dataclass
@@ -206,17 +257,92 @@ class _Candidate:
     path: str
     document: CachedDocument
     content_terms: list[int]
+    path_terms: list[int]
     matched: list[int]
-    path_hit: bool
-    rank: tuple[int, int, bytes]
+
+    def titled(self, folded: tuple[bytes, ...]) -> int:
+        """How many matched terms are in the path or the title (the second sort key)."""
+        title = self.document.title
+        return sum(1 for i in self.matched if i in self.path_terms or folded[i] in title)
 
 
-@dataclass
-class _Scan:
-    scanned_files: int = 0
-    scanned_bytes: int = 0
-    incomplete: bool = False
-    candidates: list[_Candidate] = field(default_factory=list)
+class _Scanner:
+    """One search's walk over a scope: budgets, cache lookups and candidates."""
+
+    def __init__(self, scope_key: str, query: Query, cache: SearchCache, clock: Clock) -> None:
+        self.scope_key = scope_key
+        self.query = query
+        self.cache = cache
+        self.scope_cache = cache.scope(scope_key)
+        self.clock = clock
+        self.started = clock()
+        self.now_ns = time.time_ns()
+        self.scanned_files = 0
+        self.scanned_bytes = 0
+        self.incomplete = False
+        self.seen: set[str] = set()
+        self.candidates: list[_Candidate] = []
+
+    def prefix(self, parent: int, prefix: tuple[str, ...]) -> None:
+        """Scan the directory (or the single document) a `path_prefix` names."""
+        last = prefix[-1]
+        label = "/".join(prefix)
+        try:
+            info = os.stat(last, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(info.st_mode):
+            raise InvalidPath(label, f"'{last}' is a symlink; symlinks are refused")
+        if stat.S_ISDIR(info.st_mode):
+            with fs.opened(fs.open_dir_at(parent, last, label)) as child:
+                if child is not None:
+                    self.tree(self.walk(child, label + "/"))
+        elif fs.is_document_name(last) and stat.S_ISREG(info.st_mode):
+            self.one(parent, last, label, info)
+
+    def walk(self, dir_fd: int, prefix: str) -> fs.TreeWalk:
+        return fs.TreeWalk(dir_fd, prefix, SCAN_MAX_DIR_ENTRIES, self.scope_cache.listings)
+
+    def tree(self, walk: fs.TreeWalk) -> None:
+        for found in walk:
+            try:
+                st = found.lstat()
+            except FileNotFoundError:
+                continue
+            if (
+                self.scanned_files >= SCAN_MAX_FILES
+                or self.scanned_bytes + st.st_size > SCAN_MAX_BYTES
+                or self.clock() - self.started > SCAN_MAX_SECONDS
+            ):
+                self.incomplete = True
+                return
+            self.one(found.dir_fd, found.name, found.path, st)
+        if walk.stopped_early:
+            self.incomplete = True
+
+    def one(self, dir_fd: int, name: str, path: str, st: os.stat_result) -> None:
+        key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        document = self.scope_cache.documents.get(path)
+        if document is None or document.key != key:
+            try:
+                read = fs.read_at(dir_fd, name, path)
+            except InvalidPath:
+                return  # became a symlink or a directory since listing: never followed
+            if read is None:
+                return
+            raw, fst = read
+            fresh = (fst.st_ino, fst.st_size, fst.st_mtime_ns, fst.st_ctime_ns)
+            document = CachedDocument(fresh, raw, raw.lower(), path.encode("utf-8").lower())
+            if fs.settled(fst, self.now_ns):
+                self.cache.put(self.scope_key, path, document)
+        self.scanned_files += 1
+        self.scanned_bytes += len(document.raw)
+        self.seen.add(path)
+        content_terms, path_terms = document.match(self.query.folded)
+        if not content_terms and not path_terms:
+            return
+        matched = sorted({*content_terms, *path_terms})
+        self.candidates.append(_Candidate(path, document, content_terms, path_terms, matched))
 
 
 def search(
@@ -229,107 +355,47 @@ def search(
     clock: Clock,
 ) -> dict[str, Any]:
     """Search the scope open at `scope_fd`; returns the Appendix A response."""
-    started = clock()
-    scan = _Scan()
-    prefix_text = "/".join(prefix)
-    parent = fs.open_dirs(scope_fd, prefix[:-1], prefix_text) if prefix else os.dup(scope_fd)
-    with fs.opened(parent):
-        if parent is not None:
-            if prefix:
-                _scan_prefix(parent, prefix, scope_key, query, cache, clock, started, scan)
-            else:
-                _scan_tree(fs.TreeWalk(parent, "", SCAN_MAX_DIR_ENTRIES), scope_key, query,
-                           cache, clock, started, scan)
-    return _respond(scan, query, limit)
-
-
-def _scan_prefix(
-    parent: int, prefix: tuple[str, ...], scope_key: str, query: Query, cache: SearchCache,
-    clock: Clock, started: float, scan: _Scan,
-) -> None:
-    """Scan the directory (or the single document) a `path_prefix` names."""
-    last = prefix[-1]
-    label = "/".join(prefix)
-    try:
-        info = os.stat(last, dir_fd=parent, follow_symlinks=False)
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(info.st_mode):
-        raise InvalidPath(label, f"'{last}' is a symlink; symlinks are refused")
-    if stat.S_ISDIR(info.st_mode):
-        child = fs.open_dir_at(parent, last, label)
-        with fs.opened(child):
-            if child is not None:
-                walk = fs.TreeWalk(child, label + "/", SCAN_MAX_DIR_ENTRIES)
-                _scan_tree(walk, scope_key, query, cache, clock, started, scan)
-    elif fs.is_document_name(last) and stat.S_ISREG(info.st_mode):
-        _scan_one(parent, last, label, info, scope_key, query, cache, scan)
-
-
-def _scan_tree(
-    walk: fs.TreeWalk, scope_key: str, query: Query, cache: SearchCache, clock: Clock,
-    started: float, scan: _Scan,
-) -> None:
-    for found in walk:
+    scanner = _Scanner(scope_key, query, cache, clock)
+    if not prefix:
+        scanner.tree(scanner.walk(scope_fd, ""))
+        if not scanner.incomplete:
+            cache.prune(scope_key, scanner.seen)
+    else:
         try:
-            st = found.entry.stat(follow_symlinks=False)
-        except FileNotFoundError:
-            continue
-        if (
-            scan.scanned_files >= SCAN_MAX_FILES
-            or scan.scanned_bytes + st.st_size > SCAN_MAX_BYTES
-            or clock() - started > SCAN_MAX_SECONDS
-        ):
-            scan.incomplete = True
-            return
-        _scan_one(found.dir_fd, found.name, found.path, st, scope_key, query, cache, scan)
-    if walk.stopped_early:
-        scan.incomplete = True
+            parent = fs.open_dirs(scope_fd, prefix[:-1], "/".join(prefix))
+        except fs.FileInTheWay:
+            parent = None  # a prefix below a document names no documents
+        with fs.opened(parent):
+            if parent is not None:
+                scanner.prefix(parent, prefix)
+    return _respond(scanner, limit)
 
 
-def _scan_one(
-    dir_fd: int, name: str, path: str, st: os.stat_result, scope_key: str, query: Query,
-    cache: SearchCache, scan: _Scan,
-) -> None:
-    document = cache.get(scope_key, path, _stat_key(st))
-    if document is None:
-        try:
-            read = fs.read_at(dir_fd, name, path)
-        except InvalidPath:
-            return  # became a symlink or a directory since listing: never followed
-        if read is None:
-            return
-        raw, fst = read
-        document = CachedDocument(_stat_key(fst), raw, raw.lower())
-        cache.put(scope_key, path, document)
-    scan.scanned_files += 1
-    scan.scanned_bytes += len(document.raw)
-    path_folded = path.encode("utf-8").lower()
-    content_terms = [i for i, term in enumerate(query.folded) if document.contains(term)]
-    path_terms = [i for i, term in enumerate(query.folded) if term in path_folded]
-    if not content_terms and not path_terms:
-        return
-    matched = sorted(set(content_terms) | set(path_terms))
-    title = document.title
-    titled = sum(1 for i in matched if i in path_terms or query.folded[i] in title)
-    rank = (-len(matched), -titled, path.encode("utf-8"))
-    scan.candidates.append(
-        _Candidate(path, document, content_terms, matched, bool(path_terms), rank)
-    )
+def _rank(candidates: list[_Candidate], folded: tuple[bytes, ...], limit: int) -> list[_Candidate]:
+    """The best `limit` candidates: distinct terms desc, path/title terms desc, path asc.
+
+    Titles are parsed only for candidates that can still make the cut: those
+    matching at least as many terms as the `limit`-th best.
+    """
+    if len(candidates) > limit:
+        cut = sorted(len(c.matched) for c in candidates)[-limit]
+        candidates = [c for c in candidates if len(c.matched) >= cut]
+    candidates.sort(key=lambda c: (-len(c.matched), -c.titled(folded), c.path.encode("utf-8")))
+    return candidates[:limit]
 
 
-def _respond(scan: _Scan, query: Query, limit: int) -> dict[str, Any]:
-    scan.candidates.sort(key=lambda candidate: candidate.rank)
+def _respond(scan: _Scanner, limit: int) -> dict[str, Any]:
+    query = scan.query
     truncated = len(scan.candidates) > limit
     results = []
-    for candidate in scan.candidates[:limit]:
+    for candidate in _rank(scan.candidates, query.folded, limit):
         hits, more = _hits(candidate.document, [query.folded[i] for i in candidate.content_terms])
         truncated = truncated or more
         results.append({
             "path": candidate.path,
             "revision": candidate.document.revision,
             "matched_terms": [query.terms[i] for i in candidate.matched],
-            "path_hit": candidate.path_hit,
+            "path_hit": bool(candidate.path_terms),
             "hits": hits,
         })
     response = {
@@ -344,7 +410,7 @@ def _respond(scan: _Scan, query: Query, limit: int) -> dict[str, Any]:
 def _hits(document: CachedDocument, terms: list[bytes]) -> tuple[list[dict[str, Any]], bool]:
     """The first matching lines (at most 3) and whether more lines matched."""
     folded = document.folded
-    lines: dict[int, tuple[int, int]] = {}  # line start -> (line end, first match)
+    lines: dict[int, tuple[int, int, int]] = {}  # line start -> (line end, first match span)
     for term in terms:
         position = 0
         for _ in range(HITS_PER_DOCUMENT + 1):
@@ -355,29 +421,33 @@ def _hits(document: CachedDocument, terms: list[bytes]) -> tuple[list[dict[str, 
             end = folded.find(b"\n", found)
             end = len(folded) if end < 0 else end
             known = lines.get(start)
-            lines[start] = (end, found if known is None else min(known[1], found))
+            if known is None or found < known[1]:
+                lines[start] = (end, found, found + len(term))
             position = end + 1
     starts = sorted(lines)
     hits = []
     for start in starts[:HITS_PER_DOCUMENT]:
-        end, first = lines[start]
-        snippet, cut = _snippet(document.raw, start, end, first)
+        end, first, first_end = lines[start]
+        snippet, cut = _snippet(document.raw, start, end, first, first_end)
         hits.append({"line": folded.count(b"\n", 0, start) + 1, "snippet": snippet,
                      "truncated": cut})
     return hits, len(starts) > HITS_PER_DOCUMENT
 
 
-def _snippet(raw: bytes, start: int, end: int, first: int) -> tuple[str, bool]:
-    """A line as text, cut to 240 bytes around its first match on character boundaries."""
+def _snippet(raw: bytes, start: int, end: int, first: int, first_end: int) -> tuple[str, bool]:
+    """A line as text, cut to 240 bytes around its first match on character boundaries.
+
+    The window starts up to 60 bytes before the match and always shows the whole
+    match when the match itself fits in 240 bytes.
+    """
     if end > start and raw[end - 1 : end] == b"\r":
         end -= 1
     if end - start <= SNIPPET_MAX_BYTES:
         return raw[start:end].decode("utf-8", "replace"), False
-    begin = max(start, min(first - _SNIPPET_LEAD, end - SNIPPET_MAX_BYTES))
-    begin = char_start(raw, begin)
-    if begin < start:
-        begin = start
-    stop = char_start(raw, begin + SNIPPET_MAX_BYTES)
+    begin = min(first - _SNIPPET_LEAD, end - SNIPPET_MAX_BYTES)
+    begin = max(start, begin, min(first, first_end - SNIPPET_MAX_BYTES))
+    begin = next_char_start(raw, begin)
+    stop = char_start(raw, min(end, begin + SNIPPET_MAX_BYTES))
     return raw[begin:stop].decode("utf-8", "replace"), True
 
 

@@ -234,7 +234,7 @@ def _count(scope_fd: int | None) -> ScopeUsage:
         return usage
     for found in fs.TreeWalk(scope_fd):
         try:
-            size = found.entry.stat(follow_symlinks=False).st_size
+            size = found.lstat().st_size
         except FileNotFoundError:
             continue
         usage.documents += 1

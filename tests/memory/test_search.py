@@ -277,3 +277,11 @@ def test_search_never_shells_out(
     monkeypatch.setattr("os.posix_spawn", refuse)
     _write(memory_root, {"a.md": "t"})
     assert _paths(store.search(scope, "t")) == ["a.md"]
+
+
+def test_information_separators_are_not_whitespace(
+    memory_root: Path, store: Store, scope: Scope
+) -> None:
+    _write(memory_root, {"a.md": "x\x1cy\n", "b.md": "x\n"})
+    assert _paths(store.search(scope, "x\x1cy")) == ["a.md"]
+    assert store.search(scope, "x\x1cy")["results"][0]["matched_terms"] == ["x\x1cy"]

@@ -1,0 +1,162 @@
+"""`python -m benchmarks`: build the corpus, measure search and writes, write the report.
+
+One command so a later change can be compared against docs/benchmarks.md with
+the same corpus, the same queries and the same conditions. `--quick` runs a few
+repetitions only (a smoke test: the numbers are not for quoting).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks import corpus, recall, report, search_bench, terms, timing, write_bench
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+EXTRA_CJK_TERMS = ["锁", "的配置", "配置"]
+"""Recall terms beyond the queries' own: a single character found inside many
+words, and a string that spans a word boundary."""
+
+
+@dataclass(frozen=True)
+class Repetitions:
+    cold: int
+    warm: int
+    rotations: int
+    rg: int
+    writes: int
+    interpreter: int
+
+
+FULL = Repetitions(cold=25, warm=51, rotations=31, rg=25, writes=401, interpreter=10)
+QUICK = Repetitions(cold=3, warm=5, rotations=3, rg=3, writes=10, interpreter=3)
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__)
+    parser.add_argument("--quick", action="store_true",
+                        help="a few repetitions only: a smoke run, not numbers to quote")
+    parser.add_argument("--markdown", action="store_true",
+                        help="also print the Markdown section for docs/benchmarks.md")
+    parser.add_argument("--json", type=Path, default=None,
+                        help=f"where to write the JSON report (default {RESULTS_DIR}/latest.json"
+                             " or quick.json)")
+    parser.add_argument("--dir", type=Path, default=None,
+                        help="an empty or new directory for the corpus (default: a temp dir); "
+                             "choose it to measure another file system; kept afterwards")
+    parser.add_argument("--seed", type=int, default=corpus.DEFAULT_SEED)
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 when a target is missed")
+    return parser.parse_args(argv)
+
+
+def _workdir(requested: Path | None) -> tuple[Path, bool]:
+    if requested is None:
+        return Path(tempfile.mkdtemp(prefix="amux-bench-")), True
+    requested.mkdir(parents=True, exist_ok=True)
+    if any(requested.iterdir()):
+        raise SystemExit(f"--dir {requested} is not empty; give an empty or new directory")
+    return requested, False
+
+
+def _progress(message: str) -> None:
+    print(f"[bench] {message}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    reps = QUICK if args.quick else FULL
+    started = time.perf_counter()
+    workdir, temporary = _workdir(args.dir)
+    root = workdir / "memory"
+    scope_dir = root / "global"
+    rg = timing.rg_binary()
+    load_at_start = timing.load_average()
+    phases: dict[str, float] = {}
+
+    def phase(name: str, since: float) -> float:
+        now = time.perf_counter()
+        phases[name] = round(now - since, 1)
+        return now
+
+    mark = started
+    try:
+        stats = corpus.generate(scope_dir, seed=args.seed)
+        _progress(f"corpus: {stats.documents} docs, {stats.total_bytes:,} bytes, median "
+                  f"{stats.median_bytes:,} B in {stats.generate_seconds:.1f} s at {scope_dir}")
+        documents = list(corpus.iter_documents(scope_dir))
+        folded = [(path, data.lower()) for path, data in documents]
+        picker = terms.TermPicker([d for _, d in folded], [p for p, _ in folded],
+                                  corpus.build_vocabulary(args.seed), args.seed)
+        queries = terms.pick_queries(picker, reps.rotations + 1)
+        mark = phase("corpus_and_terms", mark)
+        references = [sets[0] for sets in queries.values()]
+
+        search: dict[str, Any] = {}
+        for shape, sets in queries.items():
+            _progress(f"search: {shape}: {sets[0].query}")
+            search[shape] = search_bench.bench_shape(
+                root, scope_dir, sets[0], sets[1:], references,
+                cold_runs=reps.cold, warm_runs=reps.warm, rg_runs=reps.rg, rg=rg)
+        mark = phase("search", mark)
+
+        cjk = [t.text for q in references for t in q.terms if not t.text.isascii()]
+        recall_terms = list(dict.fromkeys(cjk + EXTRA_CJK_TERMS))
+        _progress(f"recall: {len(recall_terms)} CJK terms, per document")
+        recall_report = recall.check_recall(root, scope_dir, folded, recall_terms, rg)
+        mark = phase("recall", mark)
+
+        _progress(f"writes: {reps.writes} runs per size and variant")
+        writes = write_bench.bench_writes(root, scope_dir, documents, reps.writes)
+        mark = phase("writes", mark)
+
+        _progress("interpreter start")
+        interpreter = timing.interpreter_start(reps.interpreter)
+        phase("interpreter", mark)
+        result: dict[str, Any] = {
+            "command": shlex.join(["python", "-m", "benchmarks", *sys.argv[1:]]),
+            "mode": "quick" if args.quick else "full",
+            "machine": {**timing.machine_info(scope_dir), "load_average_start": load_at_start},
+            "corpus": {**stats.to_dict(), "root": "<temp>/memory/global" if temporary
+                       else str(scope_dir)},
+            "repetitions": reps.__dict__,
+            "search": search,
+            "recall": recall_report,
+            "writes": writes,
+            "interpreter_start": interpreter,
+        }
+        result["targets"] = report.targets(result)
+        result["phase_seconds"] = phases
+        result["elapsed_seconds"] = round(time.perf_counter() - started, 1)
+        return result
+    finally:
+        if temporary:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _arguments(argv)
+    result = run(args)
+    json_path = args.json or RESULTS_DIR / ("quick.json" if args.quick else "latest.json")
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n")
+    markdown = report.markdown(result)
+    json_path.with_suffix(".md").write_text(markdown)
+    print(report.text(result))
+    if args.markdown:
+        print("\n" + markdown)
+    print(f"\nJSON: {json_path}\nMarkdown: {json_path.with_suffix('.md')}\n"
+          f"elapsed: {result['elapsed_seconds']} s")
+    missed = [row["target"] for row in result["targets"] if not row["met"]]
+    return 1 if args.strict and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

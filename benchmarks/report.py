@@ -1,0 +1,236 @@
+"""Turn the benchmark's JSON report into a terminal table, Markdown and target verdicts.
+
+Kept separate from the measuring code so the numbers a run records (JSON, with raw
+samples) and the way they are shown can evolve independently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+COLD_TARGET_MS = 35.0
+WARM_TARGET_MS = 10.0
+WRITE_RATIO_TARGET = 1.3
+TARGET_SHAPES = ("8 terms", "8 terms, 4 absent")
+
+
+def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets, each with the measured figure and met/missed."""
+    rows: list[dict[str, Any]] = []
+    search = report["search"]
+    incomplete = sum(shape["checks"]["incomplete"] for shape in search.values())
+    searches = sum(shape["checks"]["searches"] for shape in search.values())
+    recall = report.get("recall")
+    if recall is not None:
+        incomplete += sum(bool(row["full_scope_incomplete"]) for row in recall["terms"])
+        searches += len(recall["terms"])
+    rows.append({
+        "target": "full-scope search within the budget never reports `incomplete`",
+        "measured": f"{incomplete} of {searches} full-scope searches incomplete "
+                    f"({report['corpus']['documents']} docs, "
+                    f"{report['corpus']['total_bytes']:,} bytes)",
+        "met": incomplete == 0,
+    })
+    for shape in TARGET_SHAPES:
+        if shape in search:
+            p50 = search[shape]["cold"]["p50_ms"]
+            rows.append({"target": f"cold store object, {shape}: p50 ≤ {COLD_TARGET_MS:g} ms",
+                         "measured": f"{p50:.1f} ms", "met": p50 <= COLD_TARGET_MS})
+    for shape in TARGET_SHAPES:
+        if shape in search:
+            p50 = search[shape]["warm_repeated"]["p50_ms"]
+            rows.append({"target": f"same store, repeated search, {shape}: "
+                                   f"p50 ≤ {WARM_TARGET_MS:g} ms",
+                         "measured": f"{p50:.1f} ms", "met": p50 <= WARM_TARGET_MS})
+    for label, row in report["writes"].items():
+        if isinstance(row, dict):
+            ratio = row["ratio_p50"]
+            rows.append({
+                "target": f"upsert {label} ≤ {WRITE_RATIO_TARGET:g}× raw durable floor",
+                "measured": f"{ratio:.2f}× ({row['upsert']['p50_ms']:.2f} vs "
+                            f"{row['durable_floor']['p50_ms']:.2f} ms)",
+                "met": ratio <= WRITE_RATIO_TARGET,
+            })
+    if recall is not None:
+        cjk = [row for row in recall["terms"] if not row["term"].isascii()]
+        lost = [row["term"] for row in cjk if not row["no_recall_loss"]]
+        rows.append({
+            "target": "CJK terms never lose recall",
+            "measured": (f"{len(cjk)} terms, {sum(r['rg_files'] for r in cjk)} rg file matches, "
+                         f"{len(lost)} terms with a miss" + (f": {', '.join(lost)}" if lost
+                                                           else "")),
+            "met": not lost and recall["all_ok"],
+        })
+    return rows
+
+
+def _load(values: list[float] | None) -> str:
+    return " / ".join(f"{v:.2f}" for v in values) if values else "?"
+
+
+def _ms(summary: dict[str, Any]) -> str:
+    return f"{summary['p50_ms']:.1f} / {summary['p90_ms']:.1f}" if summary.get("n") else "-"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool,
+           numeric: bool = True) -> str:
+    """Aligned text, or a Markdown table (first column left, the rest right when numeric)."""
+    if markdown:
+        align = ["---" if i == 0 or not numeric else "---:" for i in range(len(header))]
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+        return "\n".join(lines)
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows,
+                                                                        strict=True)]
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+    return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def search_table(report: dict[str, Any], markdown: bool) -> str:
+    header = ["query", "cold p50/p90", "warm repeated", "warm new terms", "rg -c", "rg -j1",
+              "cold/rg", "warm/rg", "new/rg"]
+    rows = []
+    for shape, row in report["search"].items():
+        rows.append([
+            shape, _ms(row["cold"]), _ms(row["warm_repeated"]), _ms(row["warm_new_terms"]),
+            _ms(row.get("rg", {})), _ms(row.get("rg_j1", {})),
+            f"{row.get('cold_vs_rg', float('nan')):.2f}",
+            f"{row.get('warm_repeated_vs_rg', float('nan')):.2f}",
+            f"{row.get('warm_new_terms_vs_rg', float('nan')):.2f}",
+        ])
+    return _table(header, rows, markdown)
+
+
+def write_table(report: dict[str, Any], markdown: bool) -> str:
+    header = ["size", "upsert p50/p90", "durable floor", "plain write (no fsync)",
+              "upsert/floor p50", "paired median", "overhead p50"]
+    rows = []
+    for label, row in report["writes"].items():
+        if isinstance(row, dict):
+            rows.append([label, _ms(row["upsert"]), _ms(row["durable_floor"]),
+                         _ms(row["plain_write"]), f"{row['ratio_p50']:.2f}×",
+                         f"{row['ratio_paired_median']:.2f}×",
+                         f"{row['overhead_p50_ms']:+.2f} ms"])
+    return _table(header, rows, markdown)
+
+
+def context_table(report: dict[str, Any], markdown: bool) -> str:
+    rows = [[label, _ms(row)] for label, row in report["interpreter_start"].items()]
+    opens = [row["store_open_cold"] for row in report["search"].values()]
+    samples = [s for row in opens for s in row.get("samples_ms", [])]
+    if samples:
+        samples.sort()
+        median = samples[len(samples) // 2]
+        p90 = samples[min(len(samples) - 1, int(len(samples) * 0.9))]
+        rows.append(["`Store(root)` construction (cold)", f"{median:.1f} / {p90:.1f}"])
+    return _table(["what", "p50/p90 ms"], rows, markdown)
+
+
+def recall_table(report: dict[str, Any], markdown: bool) -> str:
+    header = ["term", "docs (Python scan)", "rg -l", "store per-doc", "missed", "extra",
+              "limit=20 ok"]
+    rows = []
+    for row in report["recall"]["terms"]:
+        rows.append([f"`{row['term']}`" if markdown else row["term"], str(row["documents"]),
+                     str(row["rg_files"]), str(row["store_content_matches"]),
+                     str(len(row["missed_by_store"])), str(len(row["extra_in_store"])),
+                     "yes" if row["full_scope_ok"] else "NO"])
+    return _table(header, rows, markdown)
+
+
+def queries_list(report: dict[str, Any], markdown: bool) -> str:
+    lines = []
+    for shape, row in report["search"].items():
+        terms = ", ".join(
+            f"`{t['text']}` ({t['band']}, {t['documents']} docs)" if markdown
+            else f"{t['text']} ({t['band']}, {t['documents']})"
+            for t in row["query"]["terms"])
+        lines.append(f"- {shape}: {terms}")
+    return "\n".join(lines)
+
+
+def targets_table(report: dict[str, Any], markdown: bool) -> str:
+    missed = "**missed**" if markdown else "MISSED"
+    rows = [[row["target"], row["measured"], "met" if row["met"] else missed]
+            for row in report["targets"]]
+    return _table(["target", "measured", "verdict"], rows, markdown, numeric=False)
+
+
+def text(report: dict[str, Any]) -> str:
+    """The terminal view."""
+    corpus = report["corpus"]
+    return "\n\n".join([
+        f"corpus: {corpus['documents']} docs, {corpus['total_bytes']:,} bytes, median "
+        f"{corpus['median_bytes']:,} B, max {corpus['max_bytes']:,} B, "
+        f"{corpus['chinese_documents']} mostly-Chinese (seed {corpus['seed']})",
+        "search latency, ms (p50 / p90); ratios are p50 / rg p50\n" + search_table(report, False),
+        "queries:\n" + queries_list(report, False),
+        "writes, ms (p50 / p90)\n" + write_table(report, False),
+        "CJK recall\n" + recall_table(report, False),
+        "context\n" + context_table(report, False),
+        "targets\n" + targets_table(report, False),
+    ])
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """A section ready to paste into docs/benchmarks.md."""
+    machine = report["machine"]
+    corpus = report["corpus"]
+    fs = machine["filesystem"]
+    search = report["search"]
+    any_shape = next(iter(search.values()))
+    return "\n".join([
+        f"## Results ({machine['date_utc']}, {report['mode']} run)",
+        "",
+        f"- Command: `{report['command']}` (from the repository root)",
+        f"- Machine: {machine['nproc']} CPUs ({machine['cpu']}), {machine['kernel']}, "
+        f"{machine['python']}, {machine['rg']}, corpus on {fs['type']} "
+        f"({fs['mount_point']}), page cache warm",
+        f"- Load average (1/5/15 min) at start {_load(machine.get('load_average_start'))}, at "
+        f"end {_load(machine.get('load_average'))}; Python speed yardstick "
+        f"(1M-step loop) {machine.get('python_loop_1m_ms', '?')} ms",
+        f"- Corpus: {corpus['documents']} documents, {corpus['total_bytes']:,} bytes "
+        f"(budget 8,388,608), median {corpus['median_bytes']:,} B, min "
+        f"{corpus['min_bytes']:,} B, max {corpus['max_bytes']:,} B, "
+        f"{corpus['chinese_documents']} mostly Chinese, {corpus['front_matter_documents']} "
+        f"with front matter, {corpus['directories']} directories, seed {corpus['seed']}",
+        f"- Repetitions: cold {any_shape['cold']['n']}, warm repeated "
+        f"{any_shape['warm_repeated']['n']}, warm new terms {any_shape['warm_new_terms']['n']}, "
+        f"rg {any_shape.get('rg', {}).get('n', 0)}, writes {report['writes']['runs']} per "
+        "variant, each after an untimed warm-up",
+        "",
+        "### Search latency (ms, p50 / p90)",
+        "",
+        search_table(report, True),
+        "",
+        "Ratios are our p50 over `rg` p50 (rg with its default threads). Floor command, "
+        "e.g. for the 8-term query:",
+        "",
+        "```",
+        search.get("8 terms", any_shape).get("rg_argv", "rg not found"),
+        "```",
+        "",
+        "Queries (band, documents containing the term):",
+        "",
+        queries_list(report, True),
+        "",
+        "### Writes (ms, p50 / p90)",
+        "",
+        write_table(report, True),
+        "",
+        "### CJK recall",
+        "",
+        recall_table(report, True),
+        "",
+        "### Context",
+        "",
+        context_table(report, True),
+        "",
+        "### Targets",
+        "",
+        targets_table(report, True),
+        "",
+    ])

@@ -1,0 +1,137 @@
+"""Upsert latency against the raw durable-write floor, measured in the same run.
+
+`store.upsert` promises durability (SPEC §2: temp file, fsync, rename, fsync the
+directory) plus a revision check, quota accounting and path safety. The honest
+comparison is therefore the same four syscalls done by hand on the same file
+system and directory, with the same sizes and count; a plain write without any
+fsync is shown as well so a reader sees how much of the time is the disk.
+
+Each iteration runs the three variants in a rotating order (ours, floor, plain;
+then floor, plain, ours; …) so disk noise and write-back bursts hit all of them
+alike. The store replaces real corpus documents, with the correct
+`expected_revision`, alternating two contents so every write changes the file,
+in a scope that holds the whole ~8 MiB corpus (the quota accounting sees a
+realistic, full-ish scope).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from amux.memory import GLOBAL, Store
+from benchmarks.timing import summarize, timed
+
+SIZES = {"3 KiB": 3 * 1024, "64 KiB": 64 * 1024}
+WARMUP = 3
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+
+
+def exact_text(source: bytes, size: int, offset: int) -> str:
+    """Exactly `size` bytes of UTF-8 text cut from `source` (cycled), ending in a newline."""
+    data = (source[offset:] + source) * (size // max(1, len(source)) + 2)
+    cut = data[: size - 1]
+    while True:
+        try:
+            text = cut.decode("utf-8")
+            break
+        except UnicodeDecodeError:
+            cut = cut[:-1]
+    return text + " " * (size - 1 - len(cut)) + "\n"
+
+
+def _write_floor(dir_fd: int, name: str, data: bytes, *, durable: bool) -> None:
+    """The raw floor: temp + write (+ fsync) + rename (+ fsync of the directory)."""
+    temp = ".bench-tmp-" + name
+    fd = os.open(temp, _TEMP_FLAGS, 0o600, dir_fd=dir_fd)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    if durable:
+        os.fsync(dir_fd)
+
+
+def _pick_targets(documents: list[tuple[str, bytes]]) -> list[tuple[str, str, int]]:
+    """(label, path, size): an existing document near each size (replacing keeps 1,024)."""
+    topics = [(path, len(data)) for path, data in documents if path != "MEMORY.md"]
+    targets: list[tuple[str, str, int]] = []
+    for label, size in SIZES.items():
+        taken = {path for _, path, _ in targets}
+        candidates = [item for item in topics if item[0] not in taken]
+        path = min(candidates, key=lambda item: (abs(item[1] - size), item[0]))[0]
+        targets.append((label, path, size))
+    return targets
+
+
+def bench_writes(root: Path, scope_dir: Path, documents: list[tuple[str, bytes]],
+                 runs: int) -> dict[str, Any]:
+    """Median upsert vs durable floor vs plain write, per size; `documents` as read from disk."""
+    source = b"\n".join(data for _path, data in documents[:64])
+    report: dict[str, Any] = {"runs": runs, "warmup": WARMUP}
+    store = Store(root, exclusive=True)  # as the Hub opens it
+    try:
+        for label, path, size in _pick_targets(documents):
+            contents = [exact_text(source, size, offset) for offset in (0, len(source) // 2)]
+            report[label] = _bench_one(store, scope_dir, path, contents, runs)
+    finally:
+        store.close()
+    return report
+
+
+def _bench_one(store: Store, scope_dir: Path, path: str, contents: list[str],
+               runs: int) -> dict[str, Any]:
+    encoded = [text.encode() for text in contents]
+    assert len({len(data) for data in encoded}) == 1
+    target = scope_dir / path
+    dir_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    floor_name = f"bench-floor-{len(encoded[0])}.bin"  # not *.md: ignored by the store
+    plain_name = f"bench-plain-{len(encoded[0])}.bin"
+    revision = hashlib.sha256(target.read_bytes()).hexdigest()
+    iteration = 0
+
+    def ours() -> None:
+        nonlocal revision
+        # str, as the Hub hands it over after JSON decoding
+        response = store.upsert(GLOBAL, path, contents[iteration % 2], revision)
+        revision = response["revision"]
+
+    def floor() -> None:
+        _write_floor(dir_fd, floor_name, encoded[iteration % 2], durable=True)
+
+    def plain() -> None:
+        _write_floor(dir_fd, plain_name, encoded[iteration % 2], durable=False)
+
+    variants: list[tuple[str, Callable[[], None]]] = [
+        ("upsert", ours), ("durable_floor", floor), ("plain_write", plain)]
+    samples: dict[str, list[float]] = {label: [] for label, _ in variants}
+    try:
+        for iteration in range(WARMUP + runs):
+            shift = iteration % len(variants)
+            for label, action in variants[shift:] + variants[:shift]:
+                seconds, _ = timed(action)
+                if iteration >= WARMUP:
+                    samples[label].append(seconds)
+        for name in (floor_name, plain_name):
+            os.unlink(name, dir_fd=dir_fd)
+    finally:
+        os.close(dir_fd)
+    paired = [ours_s / floor_s for ours_s, floor_s
+              in zip(samples["upsert"], samples["durable_floor"], strict=True)]
+    report: dict[str, Any] = {"path": path, "bytes": len(encoded[0])}
+    for label, values in samples.items():
+        report[label] = summarize(values)
+    report["ratio_p50"] = round(report["upsert"]["p50_ms"] / report["durable_floor"]["p50_ms"], 3)
+    report["ratio_paired_median"] = round(statistics.median(paired), 3)
+    report["overhead_p50_ms"] = round(
+        report["upsert"]["p50_ms"] - report["durable_floor"]["p50_ms"], 3)
+    return report
