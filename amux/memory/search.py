@@ -103,6 +103,15 @@ def check_limit(limit: object) -> int:
     return limit
 
 
+@dataclass(frozen=True, slots=True)
+class TermMatch:
+    """Indexes (into the query's terms) found in a document's content and path."""
+
+    content: tuple[int, ...]
+    in_path: tuple[int, ...]
+    matched: tuple[int, ...]
+
+
 @dataclass
 class CachedDocument:
     """A document's bytes as last read, with derived values computed on demand."""
@@ -112,7 +121,7 @@ class CachedDocument:
     folded: bytes
     folded_path: bytes
     _terms: dict[bytes, bool] = field(default_factory=dict)
-    _queries: dict[tuple[bytes, ...], tuple[list[int], list[int]]] = field(default_factory=dict)
+    _queries: dict[tuple[bytes, ...], TermMatch | None] = field(default_factory=dict)
     _title: bytes | None = None
     _revision: str | None = None
 
@@ -120,25 +129,28 @@ class CachedDocument:
     def cost(self) -> int:
         return len(self.raw) + len(self.folded)
 
-    def match(self, terms: tuple[bytes, ...]) -> tuple[list[int], list[int]]:
-        """Indexes of the terms found in the content, and of those found in the path."""
-        known = self._queries.get(terms)
-        if known is None:
-            memo = self._terms
-            content = []
-            for index, term in enumerate(terms):
-                found = memo.get(term)
-                if found is None:
-                    found = memo[term] = term in self.folded
-                if found:
-                    content.append(index)
-            in_path = [index for index, term in enumerate(terms) if term in self.folded_path]
-            known = (content, in_path)
-            if len(self._queries) >= _MEMO_MAX_ENTRIES:
-                self._queries.clear()
-            if len(memo) >= _MEMO_MAX_ENTRIES:
-                memo.clear()
-            self._queries[terms] = known
+    def match(self, terms: tuple[bytes, ...]) -> TermMatch | None:
+        """Which terms the content and the path contain; None when no term matches."""
+        if terms in self._queries:
+            return self._queries[terms]
+        memo = self._terms
+        content = []
+        for index, term in enumerate(terms):
+            found = memo.get(term)
+            if found is None:
+                found = memo[term] = term in self.folded
+            if found:
+                content.append(index)
+        in_path = [index for index, term in enumerate(terms) if term in self.folded_path]
+        known = None
+        if content or in_path:
+            matched = sorted({*content, *in_path}) if in_path else content
+            known = TermMatch(tuple(content), tuple(in_path), tuple(matched))
+        if len(self._queries) >= _MEMO_MAX_ENTRIES:
+            self._queries.clear()
+        if len(memo) >= _MEMO_MAX_ENTRIES:
+            memo.clear()
+        self._queries[terms] = known
         return known
 
     @property
@@ -256,14 +268,13 @@ class SearchCache:
 class _Candidate:
     path: str
     document: CachedDocument
-    content_terms: list[int]
-    path_terms: list[int]
-    matched: list[int]
+    match: TermMatch
 
     def titled(self, folded: tuple[bytes, ...]) -> int:
         """How many matched terms are in the path or the title (the second sort key)."""
         title = self.document.title
-        return sum(1 for i in self.matched if i in self.path_terms or folded[i] in title)
+        in_path = self.match.in_path
+        return sum(1 for i in self.match.matched if i in in_path or folded[i] in title)
 
 
 class _Scanner:
@@ -306,7 +317,7 @@ class _Scanner:
     def tree(self, walk: fs.TreeWalk) -> None:
         for found in walk:
             try:
-                st = found.lstat()
+                st = os.stat(found.name, dir_fd=found.dir_fd, follow_symlinks=False)
             except FileNotFoundError:
                 continue
             if (
@@ -338,11 +349,9 @@ class _Scanner:
         self.scanned_files += 1
         self.scanned_bytes += len(document.raw)
         self.seen.add(path)
-        content_terms, path_terms = document.match(self.query.folded)
-        if not content_terms and not path_terms:
-            return
-        matched = sorted({*content_terms, *path_terms})
-        self.candidates.append(_Candidate(path, document, content_terms, path_terms, matched))
+        match = document.match(self.query.folded)
+        if match is not None:
+            self.candidates.append(_Candidate(path, document, match))
 
 
 def search(
@@ -378,9 +387,11 @@ def _rank(candidates: list[_Candidate], folded: tuple[bytes, ...], limit: int) -
     matching at least as many terms as the `limit`-th best.
     """
     if len(candidates) > limit:
-        cut = sorted(len(c.matched) for c in candidates)[-limit]
-        candidates = [c for c in candidates if len(c.matched) >= cut]
-    candidates.sort(key=lambda c: (-len(c.matched), -c.titled(folded), c.path.encode("utf-8")))
+        cut = sorted(len(c.match.matched) for c in candidates)[-limit]
+        candidates = [c for c in candidates if len(c.match.matched) >= cut]
+    candidates.sort(
+        key=lambda c: (-len(c.match.matched), -c.titled(folded), c.path.encode("utf-8"))
+    )
     return candidates[:limit]
 
 
@@ -389,13 +400,14 @@ def _respond(scan: _Scanner, limit: int) -> dict[str, Any]:
     truncated = len(scan.candidates) > limit
     results = []
     for candidate in _rank(scan.candidates, query.folded, limit):
-        hits, more = _hits(candidate.document, [query.folded[i] for i in candidate.content_terms])
+        terms = [query.folded[i] for i in candidate.match.content]
+        hits, more = _hits(candidate.document, terms)
         truncated = truncated or more
         results.append({
             "path": candidate.path,
             "revision": candidate.document.revision,
-            "matched_terms": [query.terms[i] for i in candidate.matched],
-            "path_hit": bool(candidate.path_terms),
+            "matched_terms": [query.terms[i] for i in candidate.match.matched],
+            "path_hit": bool(candidate.match.in_path),
             "hits": hits,
         })
     response = {
