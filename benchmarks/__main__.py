@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import shutil
 import sys
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from amux.memory.fs import SETTLE_NS
 from benchmarks import corpus, recall, report, search_bench, terms, timing, write_bench
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -54,7 +56,8 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                              "choose it to measure another file system; kept afterwards")
     parser.add_argument("--seed", type=int, default=corpus.DEFAULT_SEED)
     parser.add_argument("--strict", action="store_true",
-                        help="exit 1 when a target is missed")
+                        help="exit 1 when a target is missed (absolute targets only, "
+                             "not the derived machine-relative rows)")
     return parser.parse_args(argv)
 
 
@@ -65,6 +68,27 @@ def _workdir(requested: Path | None) -> tuple[Path, bool]:
     if any(requested.iterdir()):
         raise SystemExit(f"--dir {requested} is not empty; give an empty or new directory")
     return requested, False
+
+
+def _wait_until_settled(scope_dir: Path) -> float:
+    """Sleep until every file and directory of the corpus is older than `SETTLE_NS`.
+
+    The store caches a document or a directory listing only once its mtime/ctime is
+    more than `amux.memory.fs.SETTLE_NS` old (a change within the same timestamp
+    tick could otherwise go unseen). A corpus written seconds ago would make the
+    first warm searches look slower than a Hub serving real, older notes, so the
+    search phase starts only when everything has settled. Returns seconds waited.
+    """
+    newest = 0
+    for dirpath, _dirnames, filenames in os.walk(scope_dir):
+        for name in [".", *filenames]:
+            st = os.stat(os.path.join(dirpath, name), follow_symlinks=False)
+            newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    margin_ns = SETTLE_NS // 10
+    wait_ns = newest + SETTLE_NS + margin_ns - time.time_ns()
+    if wait_ns > 0:
+        time.sleep(wait_ns / 1e9)
+    return max(0.0, wait_ns / 1e9)
 
 
 def _progress(message: str) -> None:
@@ -96,14 +120,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         picker = terms.TermPicker([d for _, d in folded], [p for p, _ in folded],
                                   corpus.build_vocabulary(args.seed), args.seed)
         queries = terms.pick_queries(picker, reps.rotations + 1)
+        files = [str(scope_dir / path) for path, _ in documents]  # the py floor's list
         mark = phase("corpus_and_terms", mark)
+        waited = _wait_until_settled(scope_dir)
+        if waited:
+            _progress(f"waited {waited:.2f} s for the corpus's timestamps to settle")
+        mark = phase("settle_wait", mark)
         references = [sets[0] for sets in queries.values()]
 
         search: dict[str, Any] = {}
         for shape, sets in queries.items():
             _progress(f"search: {shape}: {sets[0].query}")
             search[shape] = search_bench.bench_shape(
-                root, scope_dir, sets[0], sets[1:], references,
+                root, scope_dir, sets[0], sets[1:], references, files,
                 cold_runs=reps.cold, warm_runs=reps.warm, rg_runs=reps.rg, rg=rg)
         mark = phase("search", mark)
 
@@ -154,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + markdown)
     print(f"\nJSON: {json_path}\nMarkdown: {json_path.with_suffix('.md')}\n"
           f"elapsed: {result['elapsed_seconds']} s")
-    missed = [row["target"] for row in result["targets"] if not row["met"]]
+    missed = [row["target"] for row in result["targets"]
+              if not row["met"] and not row.get("derived")]  # derived rows: information
     return 1 if args.strict and missed else 0
 
 

@@ -13,6 +13,25 @@ COLD_TARGET_MS = 35.0
 WARM_TARGET_MS = 10.0
 WRITE_RATIO_TARGET = 1.3
 TARGET_SHAPES = ("8 terms", "8 terms, 4 absent")
+REFERENCE_RG_MS = 13.5
+"""rg's time on the reference machine the issue's ms targets were set on (12–15 ms,
+midpoint). A derived row scales each ms target by this run's rg p50 / 13.5."""
+FLOOR_RATIONALE = (
+    "The issue's cold target (35 ms) was set on a reference machine where rg took "
+    "12–15 ms and the plain Python scan 17–31 ms; on a slower machine the absolute "
+    "target can be below what any in-process byte scan achieves, so the cold cost is "
+    "shown against both floors measured in the same run: `rg` and the bare-Python "
+    "floor (`py floor`: for every `*.md` file, `open(path, 'rb').read().lower()` and "
+    "`term in data` per folded term, no store code, file list gathered outside the "
+    "timing)."
+)
+DERIVED_NOTE = (
+    "Rows marked *derived* are not the issue's targets: they scale each ms target by "
+    f"this run's rg p50 / {REFERENCE_RG_MS:g} ms (rg on the reference machine, midpoint "
+    "of 12–15 ms), i.e. the target as it would read on this machine if rg's speed is "
+    "the yardstick. The absolute verdicts above them stand as they are; `--strict` "
+    "ignores derived rows."
+)
 
 
 def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -32,17 +51,17 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
                     f"{report['corpus']['total_bytes']:,} bytes)",
         "met": incomplete == 0,
     })
-    for shape in TARGET_SHAPES:
-        if shape in search:
-            p50 = search[shape]["cold"]["p50_ms"]
-            rows.append({"target": f"cold store object, {shape}: p50 ≤ {COLD_TARGET_MS:g} ms",
-                         "measured": f"{p50:.1f} ms", "met": p50 <= COLD_TARGET_MS})
-    for shape in TARGET_SHAPES:
-        if shape in search:
-            p50 = search[shape]["warm_repeated"]["p50_ms"]
-            rows.append({"target": f"same store, repeated search, {shape}: "
-                                   f"p50 ≤ {WARM_TARGET_MS:g} ms",
-                         "measured": f"{p50:.1f} ms", "met": p50 <= WARM_TARGET_MS})
+    for kind, label, target_ms in (("cold", "cold store object", COLD_TARGET_MS),
+                                   ("warm_repeated", "same store, repeated search",
+                                    WARM_TARGET_MS)):
+        for shape in TARGET_SHAPES:
+            if shape in search:
+                p50 = search[shape][kind]["p50_ms"]
+                rows.append({"target": f"{label}, {shape}: p50 ≤ {target_ms:g} ms",
+                             "measured": f"{p50:.1f} ms", "met": p50 <= target_ms})
+                derived = _relative_row(search[shape], p50, target_ms)
+                if derived is not None:
+                    rows.append(derived)
     for label, row in report["writes"].items():
         if isinstance(row, dict):
             ratio = row["ratio_p50"]
@@ -63,6 +82,23 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
             "met": not lost and recall["all_ok"],
         })
     return rows
+
+
+def _relative_row(shape: dict[str, Any], p50: float, target_ms: float) -> dict[str, Any] | None:
+    """The ms target scaled by this run's rg p50 over the reference rg time (derived)."""
+    rg_p50 = shape.get("rg", {}).get("p50_ms")
+    if not rg_p50:
+        return None
+    scaled = target_ms * rg_p50 / REFERENCE_RG_MS
+    return {
+        "target": f"… relative to this machine (derived): p50 ≤ {target_ms:g} × "
+                  f"(rg {rg_p50:.1f} / {REFERENCE_RG_MS:g}) = {scaled:.1f} ms",
+        "measured": f"{p50:.1f} ms",
+        "met": p50 <= scaled,
+        "derived": True,
+        "scaled_target_ms": round(scaled, 3),
+        "rg_p50_ms": rg_p50,
+    }
 
 
 def _load(values: list[float] | None) -> str:
@@ -91,13 +127,14 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool,
 
 def search_table(report: dict[str, Any], markdown: bool) -> str:
     header = ["query", "cold p50/p90", "warm repeated", "warm new terms", "rg -c", "rg -j1",
-              "cold/rg", "warm/rg", "new/rg"]
+              "py floor", "cold/rg", "cold/py", "warm/rg", "new/rg"]
     rows = []
     for shape, row in report["search"].items():
         rows.append([
             shape, _ms(row["cold"]), _ms(row["warm_repeated"]), _ms(row["warm_new_terms"]),
-            _ms(row.get("rg", {})), _ms(row.get("rg_j1", {})),
+            _ms(row.get("rg", {})), _ms(row.get("rg_j1", {})), _ms(row.get("py_floor", {})),
             f"{row.get('cold_vs_rg', float('nan')):.2f}",
+            f"{row.get('cold_vs_py', float('nan')):.2f}",
             f"{row.get('warm_repeated_vs_rg', float('nan')):.2f}",
             f"{row.get('warm_new_terms_vs_rg', float('nan')):.2f}",
         ])
@@ -106,14 +143,19 @@ def search_table(report: dict[str, Any], markdown: bool) -> str:
 
 def write_table(report: dict[str, Any], markdown: bool) -> str:
     header = ["size", "upsert p50/p90", "durable floor", "plain write (no fsync)",
-              "upsert/floor p50", "paired median", "overhead p50"]
+              "upsert/floor p50", "paired median", "overhead p50", "upsert (bytes)",
+              "bytes/floor p50", "encode / UTF-8 check"]
     rows = []
     for label, row in report["writes"].items():
         if isinstance(row, dict):
             rows.append([label, _ms(row["upsert"]), _ms(row["durable_floor"]),
                          _ms(row["plain_write"]), f"{row['ratio_p50']:.2f}×",
                          f"{row['ratio_paired_median']:.2f}×",
-                         f"{row['overhead_p50_ms']:+.2f} ms"])
+                         f"{row['overhead_p50_ms']:+.2f} ms",
+                         _ms(row.get("upsert_bytes", {})),
+                         f"{row['ratio_bytes_p50']:.2f}×" if "ratio_bytes_p50" in row else "-",
+                         f"{row['encode_us']:.1f} / {row['utf8_check_us']:.1f} µs"
+                         if "encode_us" in row else "-"])
     return _table(header, rows, markdown)
 
 
@@ -154,8 +196,13 @@ def queries_list(report: dict[str, Any], markdown: bool) -> str:
 
 def targets_table(report: dict[str, Any], markdown: bool) -> str:
     missed = "**missed**" if markdown else "MISSED"
-    rows = [[row["target"], row["measured"], "met" if row["met"] else missed]
-            for row in report["targets"]]
+
+    def verdict(row: dict[str, Any]) -> str:
+        if row.get("derived"):
+            return "derived: " + ("met" if row["met"] else "missed")
+        return "met" if row["met"] else missed
+
+    rows = [[row["target"], row["measured"], verdict(row)] for row in report["targets"]]
     return _table(["target", "measured", "verdict"], rows, markdown, numeric=False)
 
 
@@ -166,12 +213,15 @@ def text(report: dict[str, Any]) -> str:
         f"corpus: {corpus['documents']} docs, {corpus['total_bytes']:,} bytes, median "
         f"{corpus['median_bytes']:,} B, max {corpus['max_bytes']:,} B, "
         f"{corpus['chinese_documents']} mostly-Chinese (seed {corpus['seed']})",
-        "search latency, ms (p50 / p90); ratios are p50 / rg p50\n" + search_table(report, False),
+        "search latency, ms (p50 / p90); cold/py = cold p50 / py floor p50, the other "
+        "ratios p50 / rg p50\n" + search_table(report, False),
         "queries:\n" + queries_list(report, False),
-        "writes, ms (p50 / p90)\n" + write_table(report, False),
+        "writes, ms (p50 / p90); upsert = str content, upsert (bytes) = pre-encoded; "
+        "encode / UTF-8 check = µs per call alone\n" + write_table(report, False),
         "CJK recall\n" + recall_table(report, False),
         "context\n" + context_table(report, False),
-        "targets\n" + targets_table(report, False),
+        "targets (derived rows: ms target × this run's rg p50 / "
+        f"{REFERENCE_RG_MS:g}; information, not a verdict)\n" + targets_table(report, False),
     ])
 
 
@@ -206,8 +256,10 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         search_table(report, True),
         "",
-        "Ratios are our p50 over `rg` p50 (rg with its default threads). Floor command, "
-        "e.g. for the 8-term query:",
+        "cold/py is our cold p50 over the bare-Python floor's p50; the other ratios are "
+        "our p50 over `rg` p50 (rg with its default threads). " + FLOOR_RATIONALE,
+        "",
+        "Floor command, e.g. for the 8-term query:",
         "",
         "```",
         search.get("8 terms", any_shape).get("rg_argv", "rg not found"),
@@ -221,6 +273,11 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         write_table(report, True),
         "",
+        "`upsert` passes `str` content (what the Hub passes after JSON decoding; the "
+        "target uses it), `upsert (bytes)` the same content pre-encoded (the store then "
+        "only checks it is valid UTF-8). The last column times `str.encode` and that "
+        "check alone, in µs per call.",
+        "",
         "### CJK recall",
         "",
         recall_table(report, True),
@@ -232,5 +289,7 @@ def markdown(report: dict[str, Any]) -> str:
         "### Targets",
         "",
         targets_table(report, True),
+        "",
+        DERIVED_NOTE,
         "",
     ])

@@ -1,4 +1,4 @@
-"""Search latency: cold store object, warm repeated query, warm store with new terms, rg floor.
+"""Search latency: cold store object, warm repeated query, warm store with new terms, floors.
 
 Three in-process conditions matter for the store (SPEC §3 search runs in the Hub):
 
@@ -11,10 +11,19 @@ Three in-process conditions matter for the store (SPEC §3 search runs in the Hu
   sets it has never seen: documents are cached but every term must be searched
   for in every document's bytes.
 
-The floor is ripgrep (`rg -F -i -c`) over the same directory, whole-process time
-(a search tool the user could run instead), with its default threads and with
-`-j1` (our search is single-threaded). The page cache is warm in every case (one
-untimed warm-up): that is the reference condition, not a cold disk.
+Two floors, measured in the same run on the same files and terms:
+
+- ripgrep (`rg -F -i -c`) over the same directory, whole-process time (a search
+  tool the user could run instead), with its default threads and with `-j1` (our
+  search is single-threaded);
+- the **bare-Python floor** (`py_floor`): a plain loop with no store code over the
+  `*.md` files (list gathered once, outside the timing): `open(path, 'rb').read()
+  .lower()`, then `term in data` for every folded term. It is what any in-process
+  byte scan costs on this machine and this interpreter, so it shows how much of the
+  cold time is the store's own logic rather than reading, folding and searching.
+
+The page cache is warm in every case (one untimed warm-up): that is the reference
+condition, not a cold disk.
 
 Measurements of all conditions are interleaved round by round so that machine
 noise lands on all of them alike.
@@ -31,6 +40,25 @@ from typing import Any
 from amux.memory import GLOBAL, Store
 from benchmarks.terms import QuerySet
 from benchmarks.timing import run_process, summarize, timed
+
+
+def python_floor(files: list[str], needles: list[bytes]) -> tuple[int, int]:
+    """The bare-Python scan: (documents with any term, document-term matches).
+
+    Every term is tested in every document (no short-circuit), as the store does.
+    """
+    documents = matches = 0
+    for name in files:
+        with open(name, "rb") as handle:
+            data = handle.read().lower()
+        found = 0
+        for needle in needles:
+            if needle in data:
+                found += 1
+        if found:
+            documents += 1
+            matches += found
+    return documents, matches
 
 
 def rg_argv(rg: str, query: QuerySet, scope_dir: Path, *, threads: int | None) -> list[str]:
@@ -70,15 +98,21 @@ def bench_shape(
     reference: QuerySet,
     rotation: list[QuerySet],
     primers: list[QuerySet],
+    files: list[str],
     *,
     cold_runs: int,
     warm_runs: int,
     rg_runs: int,
     rg: str | None,
 ) -> dict[str, Any]:
-    """All conditions for one query shape; `rotation[0]` is the new-terms warm-up."""
+    """All conditions for one query shape; `rotation[0]` is the new-terms warm-up.
+
+    `files` are the scope's `*.md` files (absolute paths) for the bare-Python floor.
+    """
     checks = _Checks()
     query = reference.query
+    needles = [term.text.encode().lower() for term in reference.terms]
+    floor_counts: set[tuple[int, int]] = set()
 
     def search(store: Store, text: str) -> float:
         seconds, response = timed(lambda: store.search(GLOBAL, text))
@@ -98,11 +132,19 @@ def bench_shape(
         finally:
             store.close()
 
+    def py_floor() -> float:
+        gc.collect()
+        seconds, counts = timed(lambda: python_floor(files, needles))
+        assert isinstance(counts, tuple)
+        floor_counts.add(counts)
+        return seconds
+
     warm_store = Store(root)
     new_store = Store(root)
     fresh = iter(rotation[1:])
     try:
         cold()  # warm-up: page cache, imports, code paths
+        py_floor()
         search(warm_store, query)
         for primer in primers:  # "a store that already answered other searches"
             search(new_store, primer.query)
@@ -111,6 +153,7 @@ def bench_shape(
             "cold": (cold_runs, cold),
             "warm_repeated": (warm_runs, lambda: search(warm_store, query)),
             "warm_new_terms": (len(rotation) - 1, lambda: search(new_store, next(fresh).query)),
+            "py_floor": (cold_runs, py_floor),
         }
         rg_counts: dict[str, int] = {}
         if rg is not None:
@@ -127,9 +170,13 @@ def bench_shape(
         "new_term_queries": [q.query for q in rotation],
         "checks": checks.to_dict(),
         "store_open_cold": summarize(open_samples),
+        "py_floor_files": len(files),
+        "py_floor_matching_files": sorted(docs for docs, _ in floor_counts),
+        "py_floor_term_matches": sorted(matches for _, matches in floor_counts),
     }
     for label, values in samples.items():
         report[label] = summarize(values)
+    report["cold_vs_py"] = round(report["cold"]["p50_ms"] / report["py_floor"]["p50_ms"], 3)
     if rg is not None:
         shown = rg_argv("rg", reference, scope_dir, threads=None)[:-1]
         report["rg_argv"] = shlex.join(shown) + " <scope dir>"

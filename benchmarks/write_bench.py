@@ -6,12 +6,20 @@ comparison is therefore the same four syscalls done by hand on the same file
 system and directory, with the same sizes and count; a plain write without any
 fsync is shown as well so a reader sees how much of the time is the disk.
 
-Each iteration runs the three variants in a rotating order (ours, floor, plain;
-then floor, plain, ours; …) so disk noise and write-back bursts hit all of them
-alike. The store replaces real corpus documents, with the correct
-`expected_revision`, alternating two contents so every write changes the file,
-in a scope that holds the whole ~8 MiB corpus (the quota accounting sees a
-realistic, full-ish scope).
+`store.upsert` is timed twice: with `str` content (`upsert`, what the Hub passes
+after JSON decoding; the targets use this one) and with the same content already
+encoded (`upsert_bytes`), so the cost of encoding shows separately. The bytes
+path is not free either: the store checks that bytes are valid UTF-8 (a decode).
+Both conversions are also timed on their own, in process (`encode_us`,
+`utf8_check_us`), since the difference of two ~1 ms medians cannot resolve a few
+microseconds.
+
+Each iteration runs the four variants in a rotating order (str, bytes, floor,
+plain; then bytes, floor, plain, str; …) so disk noise and write-back bursts hit
+all of them alike. The store replaces real corpus documents, with the correct
+`expected_revision`, alternating two contents so every write (of either upsert
+variant) changes the file, in a scope that holds the whole ~8 MiB corpus (the
+quota accounting sees a realistic, full-ish scope).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import statistics
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +37,8 @@ from benchmarks.timing import summarize, timed
 
 SIZES = {"3 KiB": 3 * 1024, "64 KiB": 64 * 1024}
 WARMUP = 3
+CONVERSION_LOOPS = 2_000
+"""Calls per sample when timing `str.encode` / the UTF-8 check alone (7 samples)."""
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
 
 
@@ -61,6 +72,17 @@ def _write_floor(dir_fd: int, name: str, data: bytes, *, durable: bool) -> None:
         os.fsync(dir_fd)
 
 
+def _per_call_us(action: Callable[[], object]) -> float:
+    """Median over 7 samples of the per-call time of a fast `action`, in microseconds."""
+    samples = []
+    for _ in range(7):
+        started = time.perf_counter()
+        for _ in range(CONVERSION_LOOPS):
+            action()
+        samples.append((time.perf_counter() - started) / CONVERSION_LOOPS)
+    return round(statistics.median(samples) * 1e6, 2)
+
+
 def _pick_targets(documents: list[tuple[str, bytes]]) -> list[tuple[str, str, int]]:
     """(label, path, size): an existing document near each size (replacing keeps 1,024)."""
     topics = [(path, len(data)) for path, data in documents if path != "MEMORY.md"]
@@ -75,7 +97,7 @@ def _pick_targets(documents: list[tuple[str, bytes]]) -> list[tuple[str, str, in
 
 def bench_writes(root: Path, scope_dir: Path, documents: list[tuple[str, bytes]],
                  runs: int) -> dict[str, Any]:
-    """Median upsert vs durable floor vs plain write, per size; `documents` as read from disk."""
+    """Median upsert (str and bytes) vs durable floor vs plain write, per size."""
     source = b"\n".join(data for _path, data in documents[:64])
     report: dict[str, Any] = {"runs": runs, "warmup": WARMUP}
     store = Store(root, exclusive=True)  # as the Hub opens it
@@ -98,12 +120,21 @@ def _bench_one(store: Store, scope_dir: Path, path: str, contents: list[str],
     plain_name = f"bench-plain-{len(encoded[0])}.bin"
     revision = hashlib.sha256(target.read_bytes()).hexdigest()
     iteration = 0
+    upserts = 0  # both upsert variants alternate the content: every write changes the file
 
     def ours() -> None:
-        nonlocal revision
+        nonlocal revision, upserts
         # str, as the Hub hands it over after JSON decoding
-        response = store.upsert(GLOBAL, path, contents[iteration % 2], revision)
+        response = store.upsert(GLOBAL, path, contents[upserts % 2], revision)
         revision = response["revision"]
+        upserts += 1
+
+    def ours_bytes() -> None:
+        nonlocal revision, upserts
+        # the same content pre-encoded: no encode, but the store's UTF-8 check
+        response = store.upsert(GLOBAL, path, encoded[upserts % 2], revision)
+        revision = response["revision"]
+        upserts += 1
 
     def floor() -> None:
         _write_floor(dir_fd, floor_name, encoded[iteration % 2], durable=True)
@@ -112,7 +143,8 @@ def _bench_one(store: Store, scope_dir: Path, path: str, contents: list[str],
         _write_floor(dir_fd, plain_name, encoded[iteration % 2], durable=False)
 
     variants: list[tuple[str, Callable[[], None]]] = [
-        ("upsert", ours), ("durable_floor", floor), ("plain_write", plain)]
+        ("upsert", ours), ("upsert_bytes", ours_bytes), ("durable_floor", floor),
+        ("plain_write", plain)]
     samples: dict[str, list[float]] = {label: [] for label, _ in variants}
     try:
         for iteration in range(WARMUP + runs):
@@ -134,4 +166,11 @@ def _bench_one(store: Store, scope_dir: Path, path: str, contents: list[str],
     report["ratio_paired_median"] = round(statistics.median(paired), 3)
     report["overhead_p50_ms"] = round(
         report["upsert"]["p50_ms"] - report["durable_floor"]["p50_ms"], 3)
+    report["ratio_bytes_p50"] = round(
+        report["upsert_bytes"]["p50_ms"] / report["durable_floor"]["p50_ms"], 3)
+    report["str_minus_bytes_p50_ms"] = round(
+        report["upsert"]["p50_ms"] - report["upsert_bytes"]["p50_ms"], 3)
+    text, data = contents[0], encoded[0]
+    report["encode_us"] = _per_call_us(lambda: text.encode("utf-8"))
+    report["utf8_check_us"] = _per_call_us(lambda: data.decode("utf-8"))
     return report

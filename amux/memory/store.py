@@ -126,7 +126,7 @@ class Store:
         """One bounded page of a document; see `amux.memory.read`."""
         logical = validate_path(path)
         start, end, off = read.check_range(start_line, end_line, offset)
-        with self._document_dir(scope, logical, create=False) as parent:
+        with self._document_dir(scope, logical) as parent:
             found = _read(parent, logical)
         if found is None:
             return read.absent_page(logical.text)
@@ -151,7 +151,7 @@ class Store:
         with self._write_lock(scope), self._scope_dir(scope, create=True) as scope_fd:
             assert scope_fd is not None
             with ExitStack() as stack:
-                parent = fs.open_dirs(scope_fd, logical.parents, logical.text)
+                parent = _existing_parent(scope_fd, logical)
                 if parent is not None:
                     stack.callback(os.close, parent)
                 current = _read(parent, logical)
@@ -176,7 +176,7 @@ class Store:
         with self._write_lock(scope), self._scope_dir(scope, create=False) as scope_fd:
             if scope_fd is None:
                 return absent
-            parent = fs.open_dirs(scope_fd, logical.parents, logical.text)
+            parent = _existing_parent(scope_fd, logical)
             with fs.opened(parent):
                 current = _read(parent, logical)
                 if parent is None or current is None:
@@ -198,16 +198,13 @@ class Store:
             yield fd
 
     @contextmanager
-    def _document_dir(
-        self, scope: Scope, logical: LogicalPath, *, create: bool
-    ) -> Iterator[int | None]:
-        with self._scope_dir(scope, create=create) as scope_fd:
+    def _document_dir(self, scope: Scope, logical: LogicalPath) -> Iterator[int | None]:
+        """The document's directory for reading, or None when it cannot exist."""
+        with self._scope_dir(scope, create=False) as scope_fd:
             if scope_fd is None:
                 yield None
                 return
-            with fs.opened(
-                fs.open_dirs(scope_fd, logical.parents, logical.text, create=create)
-            ) as parent:
+            with fs.opened(_existing_parent(scope_fd, logical)) as parent:
                 yield parent
 
     def _write_lock(self, scope: Scope) -> threading.Lock:
@@ -240,6 +237,15 @@ def _count(scope_fd: int | None) -> ScopeUsage:
         usage.documents += 1
         usage.bytes += size
     return usage
+
+
+def _existing_parent(scope_fd: int, logical: LogicalPath) -> int | None:
+    """Open the document's directory; None when missing or a file stands in the way
+    (then no such document can exist; a write reports the file when it creates)."""
+    try:
+        return fs.open_dirs(scope_fd, logical.parents, logical.text)
+    except fs.FileInTheWay:
+        return None
 
 
 def _read(parent: int | None, logical: LogicalPath) -> tuple[bytes, os.stat_result] | None:

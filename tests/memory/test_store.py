@@ -113,6 +113,9 @@ def test_directory_and_file_collisions(store: Store, scope: Scope) -> None:
     with pytest.raises(InvalidPath) as is_file:
         store.upsert(scope, "file.md/child.md", "x", ABSENT)
     assert "file where a directory" in is_file.value.reason
+    # Below a document no document can exist: reads and forgets say so plainly.
+    assert store.get(scope, "file.md/child.md")["exists"] is False
+    assert store.forget(scope, "file.md/child.md", ABSENT)["already_absent"] is True
 
 
 def test_other_files_are_ignored(store: Store, scope: Scope, memory_root: Path) -> None:
