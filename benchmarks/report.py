@@ -111,7 +111,8 @@ def _ms(summary: dict[str, Any]) -> str:
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool,
            numeric: bool = True) -> str:
-    """Aligned text, or a Markdown table (first column left, the rest right when numeric)."""
+    """Aligned text, or a Markdown table (first column left, the rest right when numeric,
+    left otherwise)."""
     if markdown:
         align = ["---" if i == 0 or not numeric else "---:" for i in range(len(header))]
         lines = ["| " + " | ".join(header) + " |", "|" + "|".join(align) + "|"]
@@ -120,8 +121,8 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]], markdown: bool,
     widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows,
                                                                         strict=True)]
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True)))
+        return "  ".join(str(c).ljust(w) if i == 0 or not numeric else str(c).rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 
