@@ -112,7 +112,7 @@ class TermMatch:
     matched: tuple[int, ...]
 
 
-@dataclass
+@dataclass(slots=True)
 class CachedDocument:
     """A document's bytes as last read, with derived values computed on demand."""
 
@@ -309,49 +309,60 @@ class _Scanner:
                 if child is not None:
                     self.tree(self.walk(child, label + "/"))
         elif fs.is_document_name(last) and stat.S_ISREG(info.st_mode):
-            self.one(parent, last, label, info)
+            self.incomplete = not self.one(parent, last, label, info)
 
     def walk(self, dir_fd: int, prefix: str) -> fs.TreeWalk:
         return fs.TreeWalk(dir_fd, prefix, SCAN_MAX_DIR_ENTRIES, self.scope_cache.listings)
 
     def tree(self, walk: fs.TreeWalk) -> None:
         for found in walk:
-            try:
-                st = os.stat(found.name, dir_fd=found.dir_fd, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            if (
-                self.scanned_files >= SCAN_MAX_FILES
-                or self.scanned_bytes + st.st_size > SCAN_MAX_BYTES
-                or self.clock() - self.started > SCAN_MAX_SECONDS
-            ):
+            if not self.one(found.dir_fd, found.name, found.path):
                 self.incomplete = True
                 return
-            self.one(found.dir_fd, found.name, found.path, st)
         if walk.stopped_early:
             self.incomplete = True
 
-    def one(self, dir_fd: int, name: str, path: str, st: os.stat_result) -> None:
-        key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    def one(self, dir_fd: int, name: str, path: str, st: os.stat_result | None = None) -> bool:
+        """Scan one document; False when a budget stops the search before it.
+
+        A cached document costs one `lstat` to validate; an unknown one is read
+        straight away (its `fstat` gives the key), saving the `lstat` on cold scans.
+        """
+        if (
+            self.scanned_files >= SCAN_MAX_FILES
+            or self.clock() - self.started > SCAN_MAX_SECONDS
+        ):
+            return False
         document = self.scope_cache.documents.get(path)
-        if document is None or document.key != key:
+        if document is not None:
+            try:
+                if st is None:
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return True
+            if document.key != (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+                document = None
+        if document is None:
             try:
                 read = fs.read_at(dir_fd, name, path)
             except InvalidPath:
-                return  # became a symlink or a directory since listing: never followed
+                return True  # became a symlink or a directory since listing: never followed
             if read is None:
-                return
+                return True
             raw, fst = read
             fresh = (fst.st_ino, fst.st_size, fst.st_mtime_ns, fst.st_ctime_ns)
             document = CachedDocument(fresh, raw, raw.lower(), path.encode("utf-8").lower())
             if fs.settled(fst, self.now_ns):
                 self.cache.put(self.scope_key, path, document)
+        if self.scanned_bytes + len(document.raw) > SCAN_MAX_BYTES:
+            return False
         self.scanned_files += 1
         self.scanned_bytes += len(document.raw)
         self.seen.add(path)
         match = document.match(self.query.folded)
         if match is not None:
             self.candidates.append(_Candidate(path, document, match))
+        return True
 
 
 def search(
