@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
+from collections import OrderedDict
 
 from amux.memory.errors import InvalidArgument
 
@@ -23,3 +25,44 @@ def check_expected(revision: object) -> str:
     raise InvalidArgument(
         f"expected_revision must be 'absent' or a lowercase hex SHA-256, got {revision!r}"
     )
+
+
+class RecentRevisions:
+    """Revisions of the bytes this store wrote last, per document, bounded.
+
+    A conditional write must know the current revision; when the bytes on disk are
+    still exactly the bytes we wrote, comparing them (a memcmp) proves the revision
+    without hashing them again. Any other bytes are hashed as usual, so this can
+    never vouch for content it did not see. Safe for many threads.
+    """
+
+    def __init__(self, max_bytes: int = 4 * 1024 * 1024) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, str], tuple[bytes, str]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def revision(self, key: tuple[str, str], data: bytes) -> str:
+        """The revision of `data`, the current bytes of document `key`."""
+        with self._lock:
+            known = self._entries.get(key)
+        if known is not None and known[0] == data:
+            return known[1]
+        return revision_of(data)
+
+    def remember(self, key: tuple[str, str], data: bytes | None, revision: str = ABSENT) -> None:
+        """Record what `key` now holds (None: deleted)."""
+        with self._lock:
+            self._remember(key, data, revision)
+
+    def _remember(self, key: tuple[str, str], data: bytes | None, revision: str) -> None:
+        old = self._entries.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old[0])
+        if data is None or len(data) > self.max_bytes:
+            return
+        self._entries[key] = (data, revision)
+        self._bytes += len(data)
+        while self._bytes > self.max_bytes:
+            _key, (dropped, _revision) = self._entries.popitem(last=False)
+            self._bytes -= len(dropped)

@@ -25,7 +25,7 @@ from amux.memory import fs, quota, read, rootlock
 from amux.memory.errors import InvalidArgument, NotUtf8, RevisionConflict
 from amux.memory.paths import LogicalPath, validate_path, validate_prefix
 from amux.memory.quota import ScopeUsage
-from amux.memory.revision import ABSENT, check_expected, revision_of
+from amux.memory.revision import ABSENT, RecentRevisions, check_expected, revision_of
 from amux.memory.scope import Scope
 from amux.memory.search import Clock, SearchCache, check_limit, parse_query, search
 
@@ -56,6 +56,7 @@ class Store:
         self.cache = cache if cache is not None else SearchCache()
         self._write_locks: dict[str, threading.Lock] = {}
         self._usage: dict[str, tuple[ScopeUsage, float]] = {}
+        self._recent = RecentRevisions()
         self._guard = threading.Lock()
         self._lock_fd: int | None = None
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -156,7 +157,7 @@ class Store:
                     stack.callback(os.close, parent)
                 current = _read(parent, logical)
                 old = current[0] if current is not None else None
-                _check_revision(logical, expected, old)
+                self._check_revision(scope, logical, expected, old)
                 usage = self._scope_usage(scope, scope_fd)
                 quota.check_scope(usage, None if old is None else len(old), len(data))
                 if parent is None:
@@ -164,9 +165,11 @@ class Store:
                     assert parent is not None
                     stack.callback(os.close, parent)
                 fs.write_atomic_at(parent, logical.name, data)
+            revision = revision_of(data)
+            self._recent.remember((scope.binding, logical.text), data, revision)
             usage.bytes += len(data) - (0 if old is None else len(old))
             usage.documents += old is None
-        return {"path": logical.text, "revision": revision_of(data), "created": old is None}
+        return {"path": logical.text, "revision": revision, "created": old is None}
 
     def forget(self, scope: Scope, path: str, expected_revision: object) -> dict[str, Any]:
         """Delete one document if it is at `expected_revision`; a missing one is no error."""
@@ -181,8 +184,9 @@ class Store:
                 current = _read(parent, logical)
                 if parent is None or current is None:
                     return absent
-                _check_revision(logical, expected, current[0])
+                self._check_revision(scope, logical, expected, current[0])
                 fs.unlink_at(parent, logical.name)
+                self._recent.remember((scope.binding, logical.text), None)
             cached = self._usage.get(scope.binding)
             if cached is not None:
                 cached[0].documents -= 1
@@ -206,6 +210,17 @@ class Store:
                 return
             with fs.opened(_existing_parent(scope_fd, logical)) as parent:
                 yield parent
+
+    def _check_revision(
+        self, scope: Scope, logical: LogicalPath, expected: str, current: bytes | None
+    ) -> None:
+        """Refuse the write unless the document is at `expected` (under the write lock)."""
+        if current is None:
+            actual = ABSENT
+        else:
+            actual = self._recent.revision((scope.binding, logical.text), current)
+        if actual != expected:
+            raise RevisionConflict(logical.text, expected, actual)
 
     def _write_lock(self, scope: Scope) -> threading.Lock:
         with self._guard:
@@ -273,7 +288,3 @@ def _utf8(content: str | bytes, logical: LogicalPath) -> bytes:
     raise InvalidArgument("content must be text")
 
 
-def _check_revision(logical: LogicalPath, expected: str, current: bytes | None) -> None:
-    actual = ABSENT if current is None else revision_of(current)
-    if actual != expected:
-        raise RevisionConflict(logical.text, expected, actual)

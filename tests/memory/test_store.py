@@ -151,3 +151,14 @@ def test_temps_of_a_live_exclusive_holder_are_left_alone(memory_root: Path) -> N
         with Store(memory_root) as reader:
             assert reader.removed_temps == 0
         assert in_flight.exists()
+
+
+def test_recent_revisions_never_vouch_for_other_bytes(memory_root: Path, scope: Scope) -> None:
+    with Store(memory_root) as store:
+        first = store.upsert(scope, "a.md", "ours\n", ABSENT)
+        # Same size, changed by hand behind the store's back: the stale revision must fail.
+        (memory_root / "global" / "a.md").write_text("hand\n")
+        with pytest.raises(RevisionConflict) as caught:
+            store.upsert(scope, "a.md", "next\n", first["revision"])
+        assert caught.value.current_revision == revision_of(b"hand\n")
+        store.upsert(scope, "a.md", "next\n", revision_of(b"hand\n"))
