@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from amux.memory import fs, quota, read, rootlock
+from amux.memory.cache import SearchCache
 from amux.memory.errors import InvalidArgument, NotUtf8, RevisionConflict
 from amux.memory.paths import LogicalPath, validate_path, validate_prefix
 from amux.memory.quota import ScopeUsage
 from amux.memory.revision import ABSENT, RecentRevisions, check_expected, revision_of
 from amux.memory.scope import Scope
-from amux.memory.search import Clock, SearchCache, check_limit, parse_query, search
+from amux.memory.search import Clock, check_limit, parse_query, search
 
 USAGE_TTL_SECONDS = 2.0
 """How long a scope's counted usage is trusted before a write re-counts it.
