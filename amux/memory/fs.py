@@ -253,6 +253,16 @@ class TreeWalk:
         return names
 
     def __iter__(self) -> Iterator[Found]:
+        for dir_fd, prefix, names in self.runs():
+            for name in names:
+                yield Found(prefix + name, dir_fd, name)
+
+    def runs(self) -> Iterator[tuple[int, str, list[str]]]:
+        """Consecutive documents of one directory: (dir fd, path prefix, names).
+
+        Yielding runs rather than single documents keeps the per-document cost of
+        a walk to the caller's own loop.
+        """
         listing = self._list(self.base_fd, self.prefix)
         if listing is None:
             return
@@ -260,10 +270,14 @@ class TreeWalk:
         try:
             while stack:
                 dir_fd, prefix, pending = stack[-1]
+                run: list[str] = []
                 for name, is_dir in pending:
                     if not is_dir:
-                        yield Found(prefix + name, dir_fd, name)
+                        run.append(name)
                         continue
+                    if run:
+                        yield dir_fd, prefix, run
+                        run = []
                     try:
                         child = open_dir_at(dir_fd, name, prefix + name)
                     except InvalidPath:
@@ -282,6 +296,8 @@ class TreeWalk:
                     stack.append((child, child_prefix, iter(child_listing)))
                     break
                 else:
+                    if run:
+                        yield dir_fd, prefix, run
                     stack.pop()
                     if dir_fd != self.base_fd:
                         os.close(dir_fd)

@@ -146,10 +146,12 @@ class _Scanner:
         return fs.TreeWalk(dir_fd, prefix, SCAN_MAX_DIR_ENTRIES, self.scope_cache.listings)
 
     def tree(self, walk: fs.TreeWalk) -> None:
-        for found in walk:
-            if not self.one(found.dir_fd, found.name, found.path):
-                self.incomplete = True
-                return
+        one = self.one
+        for dir_fd, prefix, names in walk.runs():
+            for name in names:
+                if not one(dir_fd, name, prefix + name):
+                    self.incomplete = True
+                    return
         if walk.stopped_early:
             self.incomplete = True
 
