@@ -1,0 +1,105 @@
+"""The Hub's system configuration: `<AMUX_HOME>/config.toml` (SPEC §3).
+
+Read and written with tomlkit so the owner's comments and layout survive every
+`amux system config set`. Only known keys can be set, each with a typed value;
+unknown keys already in the file are kept untouched. Writes go through the one
+temp-and-replace helper and leave the file 0600.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+
+from amux.memory.errors import InvalidArgument
+from amux.memory.fs import write_file_atomic
+
+CONFIG_NAME = "config.toml"
+
+DEFAULTS: dict[str, bool] = {
+    "memory.enabled": False,
+    "isolation.enabled": False,
+}
+"""Every settable key with its default; memory and isolation start off (SPEC §3)."""
+
+_HEADER = """\
+# amux Hub configuration. Change it with `amux system config set KEY VALUE`
+# (the Hub re-reads it at once) or edit it by hand and run `amux hub reload`.
+"""
+
+
+@dataclass(frozen=True)
+class HubConfig:
+    """The effective settings (file values over defaults)."""
+
+    memory_enabled: bool = False
+    isolation_enabled: bool = False
+
+
+def _parse_bool(key: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in ("true", "on", "yes", "1"):
+        return True
+    if lowered in ("false", "off", "no", "0"):
+        return False
+    raise InvalidArgument(f"{key} takes true or false, got {value!r}")
+
+
+def _check_key(key: str) -> None:
+    if key not in DEFAULTS:
+        known = ", ".join(sorted(DEFAULTS))
+        raise InvalidArgument(f"unknown config key {key!r}; known keys: {known}")
+
+
+class ConfigFile:
+    """`config.toml` under an AMUX_HOME: typed reads, comment-preserving writes."""
+
+    def __init__(self, home: Path) -> None:
+        self.path = home / CONFIG_NAME
+
+    def _document(self) -> tomlkit.TOMLDocument:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return tomlkit.parse(_HEADER)
+        try:
+            return tomlkit.parse(text)
+        except TOMLKitError as exc:
+            raise InvalidArgument(f"{self.path} is not valid TOML: {exc}") from None
+
+    def get(self, key: str) -> bool:
+        """The effective value of `key` (its default when the file does not set it)."""
+        _check_key(key)
+        table_name, name = key.split(".", 1)
+        table: Any = self._document().get(table_name)
+        if table is None or name not in table:
+            return DEFAULTS[key]
+        value = table[name]
+        if not isinstance(value, bool):
+            raise InvalidArgument(f"{self.path}: {key} must be true or false, found {value!r}")
+        return bool(value)
+
+    def set(self, key: str, value: str) -> bool:
+        """Set `key` from its text form, keep every comment, and return the new value."""
+        _check_key(key)
+        parsed = _parse_bool(key, value)
+        document = self._document()
+        table_name, name = key.split(".", 1)
+        if table_name not in document:
+            document.add(table_name, tomlkit.table())
+        table: Any = document[table_name]
+        table[name] = parsed
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_file_atomic(self.path, tomlkit.dumps(document).encode("utf-8"))
+        return parsed
+
+    def load(self) -> HubConfig:
+        """All effective settings at once."""
+        return HubConfig(
+            memory_enabled=self.get("memory.enabled"),
+            isolation_enabled=self.get("isolation.enabled"),
+        )
