@@ -1,0 +1,280 @@
+"""Principals, aliases, tokens and delegated bindings (SPEC §4).
+
+The registry lives in `<AMUX_HOME>/identities.json` (0600), written with the one
+temp-and-replace helper after every change, and is owned by the Hub process: a
+change made through the Hub applies to the next request at once.
+
+- A principal's id is the name given to `add` (immutable); aliases are further
+  login names of the same principal and resolve to it.
+- Tokens are `amux_` + 256 random bits (URL-safe base64). Only their SHA-256
+  digest is stored, with a short token id used to list and revoke them; the
+  token itself is returned once, by the call that issues it, and never logged.
+- A delegated token carries the binding (`global` or `principal:<sha256>`) a
+  managed session was frozen to, and usually a TTL. `check_binding` refuses a
+  call whose recomputed scope differs from it (`binding_mismatch`).
+
+Who may call which operation (only the owner changes identities) is the Hub's
+business, not the registry's.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from amux.memory.errors import BindingMismatch, InvalidArgument, Unauthenticated
+from amux.memory.fs import write_file_atomic
+from amux.memory.scope import PRINCIPAL_ID, Scope
+
+IDENTITIES_NAME = "identities.json"
+TOKEN_PREFIX = "amux_"
+_TOKEN_SHAPE = re.compile(r"amux_[A-Za-z0-9_-]{43}")
+_BINDING = re.compile(r"global|principal:[0-9a-f]{64}")
+LOGIN = "login"
+DELEGATED = "delegated"
+
+
+@dataclass(frozen=True)
+class IssuedToken:
+    """A token as issued: the only time the secret is ever available."""
+
+    principal: str
+    token: str
+    token_id: str
+
+    def to_wire(self) -> dict[str, str]:
+        return {"principal": self.principal, "token": self.token, "token_id": self.token_id}
+
+
+@dataclass(frozen=True)
+class Credential:
+    """Who an authenticated token speaks for, and the binding it carries (if delegated)."""
+
+    principal: str
+    token_id: str
+    kind: str
+    binding: str | None
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def check_name(name: object, what: str = "principal") -> str:
+    """Validate a principal id or alias: `[a-z0-9][a-z0-9._-]{0,63}`."""
+    if not isinstance(name, str) or not PRINCIPAL_ID.fullmatch(name):
+        raise InvalidArgument(
+            f"{what} name {name!r} is invalid: use 1-64 of a-z 0-9 . _ - starting with a "
+            "letter or digit"
+        )
+    return name
+
+
+def check_binding_value(binding: object) -> str:
+    """Validate a binding string: `global` or `principal:<sha256 hex>`."""
+    if not isinstance(binding, str) or not _BINDING.fullmatch(binding):
+        raise InvalidArgument(
+            f"binding {binding!r} is invalid: it is 'global' or 'principal:<sha256 hex>'"
+        )
+    return binding
+
+
+def check_binding(credential: Credential, scope: Scope, declared: str | None = None) -> None:
+    """Refuse a call whose recomputed scope differs from a delegated or declared binding."""
+    sources = ((credential.binding, "this delegated token"), (declared, "the request"))
+    for binding, source in sources:
+        if binding is not None and binding != scope.binding:
+            raise BindingMismatch(
+                f"{source} is bound to {binding} but the caller's scope is now "
+                f"{scope.binding} (the isolation policy or identity changed): start a new session"
+            )
+
+
+class Registry:
+    """The identities of one Hub, persisted in `identities.json`. Safe for many threads."""
+
+    def __init__(self, home: Path, clock: Callable[[], float] = time.time) -> None:
+        self.path = home / IDENTITIES_NAME
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._principals: dict[str, dict[str, Any]] = {}
+        self._tokens: dict[str, dict[str, Any]] = {}
+        self._by_digest: dict[str, str] = {}
+        self.owner: str | None = None
+        self._load()
+
+    # -- persistence -------------------------------------------------------------
+
+    def _load(self) -> None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return
+        except (OSError, ValueError) as exc:
+            raise InvalidArgument(f"{self.path} cannot be read: {exc}") from None
+        if data.get("version") != 1:
+            raise InvalidArgument(f"{self.path}: unsupported version {data.get('version')!r}")
+        self.owner = data.get("owner")
+        self._principals = data.get("principals", {})
+        self._tokens = data.get("tokens", {})
+        self._by_digest = {entry["digest"]: token_id for token_id, entry in self._tokens.items()}
+
+    def _save(self) -> None:
+        data = {
+            "version": 1,
+            "owner": self.owner,
+            "principals": self._principals,
+            "tokens": self._tokens,
+        }
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+        write_file_atomic(self.path, text.encode("utf-8"))
+
+    # -- lookups -----------------------------------------------------------------
+
+    def resolve(self, name: str) -> str:
+        """The principal id a name (id or alias) belongs to."""
+        with self._lock:
+            return self._resolve(name)
+
+    def _resolve(self, name: str) -> str:
+        if name in self._principals:
+            return name
+        for principal, entry in self._principals.items():
+            if name in entry["aliases"]:
+                return principal
+        raise InvalidArgument(f"no principal or alias named {name!r}")
+
+    def _name_taken(self, name: str) -> bool:
+        return any(
+            name == principal or name in entry["aliases"]
+            for principal, entry in self._principals.items()
+        )
+
+    def listing(self) -> list[dict[str, Any]]:
+        """Principals with their aliases and live tokens (ids, kinds, expiry; no digests)."""
+        with self._lock:
+            self._expire()
+            listing = []
+            for principal in sorted(self._principals):
+                tokens = [
+                    {"token_id": token_id, "kind": entry["kind"], "binding": entry["binding"],
+                     "expires_at": entry["expires_at"]}
+                    for token_id, entry in sorted(self._tokens.items())
+                    if entry["principal"] == principal
+                ]
+                listing.append({
+                    "principal": principal,
+                    "owner": principal == self.owner,
+                    "aliases": sorted(self._principals[principal]["aliases"]),
+                    "tokens": tokens,
+                })
+            return listing
+
+    def authenticate(self, token: object) -> Credential:
+        """The credential a presented token stands for; anything else is `unauthenticated`."""
+        if not isinstance(token, str) or not _TOKEN_SHAPE.fullmatch(token):
+            raise Unauthenticated("missing or malformed token")
+        with self._lock:
+            token_id = self._by_digest.get(_digest(token))
+            entry = self._tokens.get(token_id) if token_id is not None else None
+            if entry is None or token_id is None:
+                raise Unauthenticated("unknown or revoked token")
+            expires = entry["expires_at"]
+            if expires is not None and expires <= self.clock():
+                raise Unauthenticated(f"token {token_id} expired")
+            return Credential(entry["principal"], token_id, entry["kind"], entry["binding"])
+
+    # -- changes -----------------------------------------------------------------
+
+    def ensure_owner(self, name: str) -> IssuedToken | None:
+        """Create the owner principal and its first token on first start (else None)."""
+        check_name(name)
+        with self._lock:
+            if self.owner is not None:
+                return None
+            if name not in self._principals:
+                self._principals[name] = {"aliases": [], "created_at": self.clock()}
+            self.owner = name
+            return self._issue(name, LOGIN, None, None)
+
+    def add(self, name: str) -> IssuedToken:
+        """A new principal (its id is `name`, forever) and its first token."""
+        check_name(name)
+        with self._lock:
+            if self._name_taken(name):
+                raise InvalidArgument(f"{name!r} is already a principal or an alias")
+            self._principals[name] = {"aliases": [], "created_at": self.clock()}
+            return self._issue(name, LOGIN, None, None)
+
+    def alias(self, name: str, alias: str) -> str:
+        """Make `alias` another login name of `name`'s principal; returns the principal."""
+        check_name(alias, "alias")
+        with self._lock:
+            principal = self._resolve(name)
+            if self._name_taken(alias):
+                raise InvalidArgument(f"{alias!r} is already a principal or an alias")
+            self._principals[principal]["aliases"].append(alias)
+            self._save()
+            return principal
+
+    def issue_token(self, name: str) -> IssuedToken:
+        """One more login token for `name`'s principal."""
+        with self._lock:
+            return self._issue(self._resolve(name), LOGIN, None, None)
+
+    def delegate(self, name: str, binding: str, ttl: float | None) -> IssuedToken:
+        """A delegated token for `name`'s principal, bound to `binding`, expiring after `ttl` s."""
+        check_binding_value(binding)
+        if ttl is not None and (isinstance(ttl, bool) or not ttl > 0):
+            raise InvalidArgument(f"ttl must be a positive number of seconds, got {ttl!r}")
+        with self._lock:
+            principal = self._resolve(name)
+            expires = None if ttl is None else self.clock() + ttl
+            return self._issue(principal, DELEGATED, binding, expires)
+
+    def revoke(self, name: str, token_id: str | None = None) -> list[str]:
+        """Revoke one token of `name`'s principal, or all of them when `token_id` is None."""
+        with self._lock:
+            principal = self._resolve(name)
+            owned = [tid for tid, entry in self._tokens.items() if entry["principal"] == principal]
+            if token_id is not None:
+                if token_id not in owned:
+                    raise InvalidArgument(f"{principal} has no token {token_id!r}")
+                owned = [token_id]
+            for tid in owned:
+                self._by_digest.pop(self._tokens.pop(tid)["digest"], None)
+            self._save()
+            return sorted(owned)
+
+    def _issue(self, principal: str, kind: str, binding: str | None, expires: float | None) -> (
+        IssuedToken
+    ):
+        token = TOKEN_PREFIX + base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()[:43]
+        token_id = secrets.token_hex(6)
+        digest = _digest(token)
+        self._tokens[token_id] = {
+            "principal": principal, "digest": digest, "kind": kind, "binding": binding,
+            "created_at": self.clock(), "expires_at": expires,
+        }
+        self._by_digest[digest] = token_id
+        self._expire()
+        self._save()
+        return IssuedToken(principal, token, token_id)
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for token_id in [
+            tid for tid, entry in self._tokens.items()
+            if entry["expires_at"] is not None and entry["expires_at"] <= now
+        ]:
+            self._by_digest.pop(self._tokens.pop(token_id)["digest"], None)
