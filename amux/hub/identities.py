@@ -121,8 +121,9 @@ class Registry:
             return
         except (OSError, ValueError) as exc:
             raise InvalidArgument(f"{self.path} cannot be read: {exc}") from None
-        if data.get("version") != 1:
-            raise InvalidArgument(f"{self.path}: unsupported version {data.get('version')!r}")
+        if not isinstance(data, dict) or data.get("version") != 1:
+            found = data.get("version") if isinstance(data, dict) else type(data).__name__
+            raise InvalidArgument(f"{self.path}: not an identities file (version {found!r})")
         self.owner = data.get("owner")
         self._principals = data.get("principals", {})
         self._tokens = data.get("tokens", {})

@@ -146,7 +146,12 @@ def test_list_shows_no_secrets(tmp_path: Path) -> None:
     assert issued.token not in dumped and "digest" not in dumped
 
 
-def test_a_corrupt_registry_is_reported(tmp_path: Path) -> None:
-    (tmp_path / "identities.json").write_text("{not json")
-    with pytest.raises(InvalidArgument, match="cannot be read"):
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("{not json", "cannot be read"), ("[]", "not an identities file"),
+     ('{"version": 2}', "not an identities file")],
+)
+def test_a_corrupt_registry_is_reported(tmp_path: Path, text: str, message: str) -> None:
+    (tmp_path / "identities.json").write_text(text)
+    with pytest.raises(InvalidArgument, match=message):
         Registry(tmp_path)
