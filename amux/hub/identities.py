@@ -236,7 +236,9 @@ class Registry:
     def delegate(self, name: str, binding: str, ttl: float | None) -> IssuedToken:
         """A delegated token for `name`'s principal, bound to `binding`, expiring after `ttl` s."""
         check_binding_value(binding)
-        if ttl is not None and (isinstance(ttl, bool) or not ttl > 0):
+        if ttl is not None and (
+            isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0
+        ):
             raise InvalidArgument(f"ttl must be a positive number of seconds, got {ttl!r}")
         with self._lock:
             principal = self._resolve(name)

@@ -1,0 +1,249 @@
+"""The Hub's request layer, independent of the HTTP server that carries it.
+
+Every request is authenticated by its bearer token, the scope is recomputed from
+the authenticated principal and the isolation policy on every call, delegated or
+declared bindings are checked against it, and errors come back as the JSON of
+SPEC Appendix A with the status from `amux.memory.errors.ERROR_TABLE`. The HTTP
+server (to come, issue 3) only turns bytes into a `Request` and a `Response`
+back into bytes.
+
+Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
+`X-Amux-Binding` header declares the binding a managed session was frozen to):
+
+    POST /v1/memory/search   {query, path_prefix?, limit?}
+    POST /v1/memory/get      {path, start_line?, end_line?, offset?}
+    POST /v1/memory/upsert   {path, content, expected_revision}
+    POST /v1/memory/forget   {path, expected_revision}
+    POST /v1/binding         {}  -> {principal, binding}   (what a launcher freezes)
+    POST /v1/admin/config    {action: get|set, key, value?}          owner only
+    POST /v1/admin/principals {action: add|alias|token|revoke|delegate|list, ...}  owner only
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from amux.hub.config import ConfigFile, HubConfig
+from amux.hub.identities import LOGIN, Credential, Registry, check_binding, check_name
+from amux.memory import wire
+from amux.memory.errors import (
+    AmuxError,
+    Forbidden,
+    InternalError,
+    InvalidArgument,
+    MemoryDisabled,
+)
+from amux.memory.scope import Identity, Scope, resolve_scope
+from amux.memory.store import Store
+
+log = logging.getLogger("amux.hub")
+
+_MEMORY_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "search": (frozenset({"query"}), frozenset({"path_prefix", "limit"})),
+    "get": (frozenset({"path"}), frozenset({"start_line", "end_line", "offset"})),
+    "upsert": (frozenset({"path", "content", "expected_revision"}), frozenset()),
+    "forget": (frozenset({"path", "expected_revision"}), frozenset()),
+}
+"""Required and optional fields of each memory operation (SPEC Appendix A)."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the HTTP layer hands over: the route, the credentials and the raw body."""
+
+    method: str
+    path: str
+    body: bytes = b""
+    token: str | None = None
+    binding: str | None = None
+    owner_socket: bool = False
+    """Arrived on the owner's private socket (the only place identities change)."""
+
+
+@dataclass(frozen=True)
+class Response:
+    status: int
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def _ok(value: Any) -> Response:
+    return Response(200, wire.encode(value))
+
+
+def _error(error: AmuxError) -> Response:
+    return Response(error.http_status or 500, wire.encode(error.to_wire()))
+
+
+class HubApi:
+    """Answers Hub requests against one store, identity registry and configuration."""
+
+    def __init__(self, store: Store, registry: Registry, config: ConfigFile) -> None:
+        self.store = store
+        self.registry = registry
+        self.config_file = config
+        self.config: HubConfig = config.load()
+        self._routes: dict[str, Callable[[Request, Credential, dict[str, Any]], Any]] = {
+            "/v1/binding": self._binding,
+            "/v1/admin/config": self._admin_config,
+            "/v1/admin/principals": self._admin_principals,
+        }
+
+    def reload(self) -> HubConfig:
+        """Re-read config.toml (SIGHUP, `amux hub reload`)."""
+        self.config = self.config_file.load()
+        return self.config
+
+    def handle(self, request: Request) -> Response:
+        """Answer one request; never raises."""
+        try:
+            return _ok(self._dispatch(request))
+        except AmuxError as error:
+            return _error(error)
+        except Exception:  # a bug: say so without leaking details to the caller
+            log.exception("internal error on %s %s", request.method, request.path)
+            return _error(InternalError("internal error in the Hub; see its log"))
+
+    def _dispatch(self, request: Request) -> Any:
+        if request.method != "POST":
+            raise InvalidArgument(f"{request.method} {request.path}: use POST")
+        credential = self.registry.authenticate(request.token)
+        body = _parse_body(request.body)
+        if request.path.startswith("/v1/memory/"):
+            return self._memory(request, credential, request.path.removeprefix("/v1/memory/"), body)
+        route = self._routes.get(request.path)
+        if route is None:
+            raise InvalidArgument(f"unknown endpoint {request.path}")
+        return route(request, credential, body)
+
+    # -- memory ------------------------------------------------------------------
+
+    def _scope(self, request: Request, credential: Credential) -> Scope:
+        """The caller's scope, recomputed now; refuses when memory is off or bindings differ."""
+        if not self.config.memory_enabled:
+            raise MemoryDisabled(
+                "memory is disabled on this Hub (memory.enabled = false); files are kept"
+            )
+        identity = Identity(credential.principal)
+        scope = resolve_scope(identity, isolation=self.config.isolation_enabled)
+        check_binding(credential, scope, request.binding)
+        return scope
+
+    def _memory(
+        self, request: Request, credential: Credential, operation: str, body: dict[str, Any]
+    ) -> Any:
+        fields = _MEMORY_FIELDS.get(operation)
+        if fields is None:
+            raise InvalidArgument(f"unknown memory operation {operation!r}")
+        _check_fields(operation, body, *fields)
+        scope = self._scope(request, credential)
+        if operation == "search":
+            return self.store.search(
+                scope, body["query"], body.get("path_prefix"), body.get("limit")
+            )
+        if operation == "get":
+            return self.store.get(
+                scope, body["path"], body.get("start_line") or 0, body.get("end_line") or 0,
+                body.get("offset"),
+            )
+        if operation == "upsert":
+            return self.store.upsert(
+                scope, body["path"], _text(body["content"]), body["expected_revision"]
+            )
+        return self.store.forget(scope, body["path"], body["expected_revision"])
+
+    def _binding(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
+        _check_fields("binding", body, frozenset(), frozenset())
+        scope = self._scope(request, credential)
+        return {"principal": credential.principal, "binding": scope.binding}
+
+    # -- administration (owner only, over the owner socket) ------------------------
+
+    def _require_owner(self, request: Request, credential: Credential) -> None:
+        if (
+            not request.owner_socket
+            or credential.kind != LOGIN
+            or credential.principal != self.registry.owner
+        ):
+            raise Forbidden(
+                "only the Hub's owner, with its own login token over the local owner socket, "
+                "may change configuration or identities"
+            )
+
+    def _admin_config(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
+        self._require_owner(request, credential)
+        action = body.get("action")
+        if action == "get":
+            _check_fields("config get", body, frozenset({"action", "key"}), frozenset())
+            return {"key": body["key"], "value": self.config_file.get(body["key"])}
+        if action == "set":
+            _check_fields("config set", body, frozenset({"action", "key", "value"}), frozenset())
+            value = self.config_file.set(body["key"], str(body["value"]))
+            self.reload()
+            return {"key": body["key"], "value": value}
+        raise InvalidArgument(f"config action must be get or set, got {action!r}")
+
+    def _admin_principals(
+        self, request: Request, credential: Credential, body: dict[str, Any]
+    ) -> Any:
+        self._require_owner(request, credential)
+        action = body.get("action")
+        registry = self.registry
+        if action == "list":
+            return {"principals": registry.listing()}
+        name = check_name(body.get("name"))
+        if action == "add":
+            return registry.add(name).to_wire()
+        if action == "alias":
+            return {"principal": registry.alias(name, check_name(body.get("alias"), "alias"))}
+        if action == "token":
+            return registry.issue_token(name).to_wire()
+        if action == "revoke":
+            token_id = body.get("token_id")
+            if token_id is not None and not isinstance(token_id, str):
+                raise InvalidArgument("token_id must be a string")
+            if token_id is None and body.get("all") is not True:
+                raise InvalidArgument("revoke needs token_id, or all=true to revoke every token")
+            return {"principal": registry.resolve(name), "revoked": registry.revoke(name, token_id)}
+        if action == "delegate":
+            binding = body.get("binding")
+            if binding is None:  # default: the scope the principal would use now
+                identity = Identity(registry.resolve(name))
+                binding = resolve_scope(identity, isolation=self.config.isolation_enabled).binding
+            return registry.delegate(name, binding, body.get("ttl")).to_wire()
+        raise InvalidArgument(f"unknown principals action {action!r}")
+
+
+def _parse_body(body: bytes) -> dict[str, Any]:
+    if not body:
+        return {}
+    try:
+        value = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidArgument(f"the request body is not UTF-8 JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise InvalidArgument("the request body must be a JSON object")
+    return value
+
+
+def _check_fields(
+    operation: str, body: dict[str, Any], required: frozenset[str], optional: frozenset[str]
+) -> None:
+    missing = sorted(required - body.keys())
+    if missing:
+        raise InvalidArgument(f"{operation} needs {', '.join(missing)}")
+    unknown = sorted(body.keys() - required - optional)
+    if unknown:
+        raise InvalidArgument(f"{operation} does not take {', '.join(unknown)}")
+
+
+def _text(content: object) -> str:
+    if not isinstance(content, str):
+        raise InvalidArgument("content must be a string of UTF-8 Markdown")
+    return content
