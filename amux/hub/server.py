@@ -1,0 +1,238 @@
+"""The Hub process: HTTP/1.1 JSON on the owner's Unix socket (SPEC §4).
+
+Why the standard library's `socketserver` + `http.server` rather than an ASGI
+stack: every store operation is blocking file I/O with fsync, which an event loop
+would hand to a thread pool anyway; one thread per connection (keep-alive) gives
+the same concurrency with no dependency, no executor hop and a simple, testable
+shutdown: stop accepting, wake idle connections, let in-flight requests finish,
+remove the socket and pid file. The Hub's request logic lives in `api.HubApi`,
+so swapping the server later touches only this module.
+
+Layout under `<AMUX_HOME>`: `run/` (0700) holds `hub.sock` (or a short fallback
+path when that is too long for a Unix socket) and `hub.pid`; `credentials/owner.json`
+(0600) is the owner's connection config (SPEC Appendix A), created on first start.
+
+Not built yet (issue 3): the shared socket for isolated runs, the TLS listener,
+`amux hub start|stop|status|reload` and starting on demand.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import hashlib
+import json
+import logging
+import os
+import signal
+import socket
+import socketserver
+import sys
+import tempfile
+import threading
+from http.server import BaseHTTPRequestHandler
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from amux import __version__
+from amux.hub.api import HubApi, Request
+from amux.hub.config import ConfigFile
+from amux.hub.identities import Registry
+from amux.memory import wire
+from amux.memory.errors import AmuxError, InvalidArgument
+from amux.memory.fs import write_file_atomic
+from amux.memory.store import Store
+
+log = logging.getLogger("amux.hub")
+
+MAX_BODY_BYTES = 1024 * 1024
+"""A 64 KiB document JSON-escaped stays far below this; anything larger is refused."""
+IDLE_SECONDS = 30.0
+"""An idle keep-alive connection is closed after this long."""
+_SUN_PATH_MAX = 107
+
+
+def owner_socket_path(home: Path) -> Path:
+    """`<home>/run/hub.sock`, or a short per-user path when that is too long to bind."""
+    preferred = home / "run" / "hub.sock"
+    if len(os.fsencode(preferred)) <= _SUN_PATH_MAX:
+        return preferred
+    digest = hashlib.sha256(os.fsencode(home.resolve())).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"amux-{os.getuid()}" / f"{digest}.sock"
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _UnixHTTPServer
+    timeout = IDLE_SECONDS
+
+    def setup(self) -> None:
+        super().setup()
+        self.server.track(self.connection, add=True)
+
+    def finish(self) -> None:
+        try:
+            super().finish()
+        finally:
+            self.server.track(self.connection, add=False)
+
+    def do_POST(self) -> None:
+        self._answer()
+
+    def do_GET(self) -> None:
+        self._answer()
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY_BYTES:
+            error = InvalidArgument(f"request body over {MAX_BODY_BYTES} bytes")
+            self._send_bytes(error.http_status or 400, wire.encode(error.to_wire()))
+            self.close_connection = True  # the unread body makes the stream unusable
+            return
+        body = self.rfile.read(length) if length else b""
+        auth = self.headers.get("Authorization") or ""
+        token = auth[7:] if auth.startswith("Bearer ") else None
+        request = Request(self.command, self.path, body, token,
+                          self.headers.get("X-Amux-Binding"), self.server.owner_socket)
+        response = self.server.api.handle(request)
+        self._send_bytes(response.status, response.body)
+
+    def _send_bytes(self, status: int, body: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def address_string(self) -> str:
+        return "local"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.debug("%s %s", self.address_string(), format % args)  # never headers or bodies
+
+
+class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = False
+    block_on_close = True  # server_close() waits for in-flight requests
+
+    def __init__(self, path: Path, api: HubApi, *, owner_socket: bool) -> None:
+        self.api = api
+        self.owner_socket = owner_socket
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(str(path), _Handler)
+
+    def track(self, connection: socket.socket, *, add: bool) -> None:
+        with self._connections_lock:
+            (self._connections.add if add else self._connections.discard)(connection)
+
+    def wake_idle(self) -> None:
+        """Unblock connections waiting for their next request so threads can end."""
+        with self._connections_lock:
+            for connection in list(self._connections):
+                with contextlib.suppress(OSError):  # already closed by the peer
+                    connection.shutdown(socket.SHUT_RD)
+
+
+class Hub:
+    """One Hub over `<home>/memory`: opens the store exclusively and serves until stopped."""
+
+    def __init__(self, home: Path, owner: str | None = None) -> None:
+        self.home = home
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.store = Store(home / "memory", exclusive=True)
+        self.registry = Registry(home)
+        self.config = ConfigFile(home)
+        self.api = HubApi(self.store, self.registry, self.config)
+        self.socket_path = owner_socket_path(home)
+        self.pid_path = home / "run" / "hub.pid"
+        self._ensure_owner(owner or _default_owner())
+        self._stop = threading.Event()
+        self._reload = threading.Event()
+
+    def _ensure_owner(self, name: str) -> None:
+        issued = self.registry.ensure_owner(name)
+        if issued is None:
+            return
+        credentials = self.home / "credentials"
+        credentials.mkdir(mode=0o700, exist_ok=True)
+        connection = {"version": 1, "hub": f"unix:{self.socket_path}", "token": issued.token}
+        write_file_atomic(credentials / "owner.json", json.dumps(connection).encode() + b"\n")
+
+    def status(self) -> dict[str, Any]:
+        config = self.api.config
+        return {
+            "running": True, "pid": os.getpid(), "address": f"unix:{self.socket_path}",
+            "memory_root": str(self.store.root), "memory_enabled": config.memory_enabled,
+            "isolation_enabled": config.isolation_enabled,
+            "listeners": [{"kind": "owner", "address": f"unix:{self.socket_path}"}],
+            "version": __version__,
+        }
+
+    def serve(self) -> None:
+        """Serve until SIGTERM/SIGINT; SIGHUP re-reads config. Cleans up however it ends."""
+        self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.pid_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if self.socket_path.exists():  # a crashed Hub's socket: we hold the root lock now
+            self.socket_path.unlink()
+        server = _UnixHTTPServer(self.socket_path, self.api, owner_socket=True)
+        os.chmod(self.socket_path, 0o600)
+        write_file_atomic(self.pid_path, f"{os.getpid()}\n".encode())
+        previous = {sig: signal.signal(sig, self._on_signal)
+                    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+        loop = threading.Thread(target=server.serve_forever, name="amux-hub-accept")
+        loop.start()
+        print(json.dumps(self.status()), flush=True)  # the readiness line
+        try:
+            while not self._stop.is_set():
+                self._stop.wait(0.2)
+                if self._reload.is_set():
+                    self._reload.clear()
+                    self._reload_config()
+        finally:
+            server.shutdown()
+            loop.join()
+            server.wake_idle()
+            server.server_close()  # joins in-flight request threads
+            for path in (self.socket_path, self.pid_path):
+                path.unlink(missing_ok=True)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self.store.close()
+
+    def _reload_config(self) -> None:
+        try:
+            self.api.reload()
+            log.info("configuration reloaded")
+        except AmuxError as error:
+            log.error("configuration not reloaded: %s", error.message)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGHUP:
+            self._reload.set()
+        else:
+            self._stop.set()
+
+
+def _default_owner() -> str:
+    """The owner principal is named after the Hub's Unix user (made a valid id)."""
+    name = "".join(c if c.isalnum() or c in "._-" else "-" for c in getpass.getuser().lower())
+    return name.lstrip("._-")[:64] or "owner"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m amux.hub.server HOME`: serve in the foreground (until the CLI exists)."""
+    args = sys.argv[1:] if argv is None else argv
+    home = Path(args[0]) if args else Path(os.environ["AMUX_HOME"])
+    logging.basicConfig(level=logging.INFO, format="amux hub: %(message)s")
+    try:
+        Hub(home).serve()
+    except AmuxError as error:
+        print(f"amux hub: {error.message}", file=sys.stderr)
+        return error.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
