@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +21,13 @@ def isolated_home(
     monkeypatch.setenv("AMUX_HOME", str(home / "amux"))
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     return home
+
+
+@pytest.fixture
+def short_home() -> Iterator[Path]:
+    """An AMUX_HOME with a short path, so the Hub's socket path fits a Unix socket."""
+    with tempfile.TemporaryDirectory(prefix="amux-", dir="/tmp") as directory:
+        yield Path(directory) / "home"
 
 
 @pytest.fixture

@@ -1,26 +1,41 @@
-"""Entry point of the `amux` console script.
+"""Entry point of the `amux` console script: a thin dispatcher with lazy imports.
 
-The Hub and the memory commands of SPEC §3 are not built yet (issue 3); until then
-the command only reports its version and points at the benchmarks.
+`amux memory …` goes straight to the standard-library client so it starts as fast
+as the client alone. Built so far: `amux memory`, `amux hub serve`. The rest of
+SPEC §3's command surface (hub start|stop|status|reload, system config,
+principal, run, sessions) is issue 3 onwards.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from amux import __version__
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["memory"]:
+        from amux.client.cli import main as memory
+
+        return memory(args[1:])
+    if args[:2] == ["hub", "serve"]:
+        from amux.client.home import amux_home
+        from amux.hub.server import main as serve
+
+        return serve(args[2:] or [str(amux_home())])
     parser = argparse.ArgumentParser(
         prog="amux",
-        description=(
-            "amux memory: shared, file-based long-term memory for coding agents. "
-            "The memory store is implemented (amux.memory); the Hub, the memory CLI and "
-            "`amux run` follow. Measure the store with `python -m benchmarks`."
-        ),
+        description="amux memory: shared, file-based long-term memory for coding agents.",
+        epilog="commands: `amux memory search|show|upsert|forget|export` (talk to the Hub), "
+        "`amux hub serve [HOME]` (run the Hub in the foreground).",
     )
     parser.add_argument("--version", action="version", version=f"amux {__version__}")
-    parser.parse_args(argv)
+    parser.parse_args(args)
     parser.print_help()
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -222,9 +222,12 @@ def _default_owner() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m amux.hub.server HOME`: serve in the foreground (until the CLI exists)."""
+    """`python -m amux.hub.server HOME`: serve HOME in the foreground (`amux hub serve`)."""
     args = sys.argv[1:] if argv is None else argv
-    home = Path(args[0]) if args else Path(os.environ["AMUX_HOME"])
+    if len(args) != 1:
+        print("usage: python -m amux.hub.server AMUX_HOME", file=sys.stderr)
+        return 2
+    home = Path(args[0])
     logging.basicConfig(level=logging.INFO, format="amux hub: %(message)s")
     try:
         Hub(home).serve()

@@ -2,75 +2,18 @@
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
 import signal
-import socket
 import stat
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-
-class UnixConnection(http.client.HTTPConnection):
-    """http.client over a Unix socket (test side only; the amux client is separate)."""
-
-    def __init__(self, path: str) -> None:
-        super().__init__("localhost", timeout=10)
-        self.unix_path = path
-
-    def connect(self) -> None:
-        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.sock.settimeout(10)
-        self.sock.connect(self.unix_path)
-
-
-class HubProcess:
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "amux.hub.server", str(home)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline()
-        assert line, self.process.stderr.read() if self.process.stderr else "no output"
-        self.status = json.loads(line)
-        self.socket_path = self.status["address"].removeprefix("unix:")
-        owner = json.loads((home / "credentials" / "owner.json").read_text())
-        self.owner_token = owner["token"]
-        self.connection = UnixConnection(self.socket_path)
-
-    def call(self, path: str, body: dict[str, Any], token: str | None = None,
-             binding: str | None = None) -> tuple[int, Any]:
-        headers = {"Content-Type": "application/json",
-                   "Authorization": f"Bearer {token or self.owner_token}"}
-        if binding:
-            headers["X-Amux-Binding"] = binding
-        self.connection.request("POST", path, json.dumps(body), headers)
-        response = self.connection.getresponse()
-        return response.status, json.loads(response.read())
-
-    def stop(self) -> int:
-        """SIGTERM (if still running), then collect the exit code and close the pipes."""
-        self.connection.close()
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        self.process.communicate(timeout=20)
-        return self.process.returncode
-
-
-@pytest.fixture
-def short_home() -> Iterator[Path]:
-    with tempfile.TemporaryDirectory(prefix="amux-", dir="/tmp") as directory:
-        yield Path(directory) / "home"
+from tests.hubproc import HubProcess
 
 
 @pytest.fixture

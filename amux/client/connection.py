@@ -1,0 +1,99 @@
+"""Finding the Hub (SPEC §3): which address and token this client uses, and why.
+
+In order: `AMUX_MEMORY_CONFIG` (a connection-config file, Appendix A), then
+`AMUX_HUB` with `AMUX_TOKEN`, then the local default, the Hub owner's own
+connection config at `<AMUX_HOME>/credentials/owner.json`. `AMUX_MEMORY_BINDING`
+adds the binding a managed session was frozen to. The client never starts a Hub.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from amux.client.home import amux_home
+from amux.client.wire import ClientError
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Where the Hub is and how to authenticate, with where that came from."""
+
+    hub: str
+    token: str | None
+    binding: str | None
+    ca_file: str | None
+    source: str
+
+    @property
+    def is_local_default(self) -> bool:
+        return self.source == "local default"
+
+
+def owner_config_path(home: Path) -> Path:
+    return home / "credentials" / "owner.json"
+
+
+def _check_hub(hub: object, where: str) -> str:
+    if isinstance(hub, str) and (
+        hub.startswith("unix:/") or hub.startswith("https://") or hub.startswith("http://")
+    ):
+        return hub
+    raise ClientError(
+        "invalid_argument", f"{where}: hub must be 'unix:/path' or 'https://host:port', got {hub!r}"
+    )
+
+
+def read_config(path: Path, source: str, binding: str | None) -> Connection:
+    """Load and check a connection-config file (version 1, 0600)."""
+    try:
+        mode = path.stat().st_mode
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ClientError("hub_unreachable", f"no connection config at {path} ({source})") from None
+    except (OSError, ValueError) as exc:
+        message = f"cannot read connection config {path}: {exc}"
+        raise ClientError("invalid_argument", message) from None
+    if stat.S_IMODE(mode) & 0o077:
+        raise ClientError(
+            "forbidden",
+            f"connection config {path} holds a token but is readable by others "
+            f"(mode {stat.S_IMODE(mode):04o}); run: chmod 600 {path}",
+        )
+    if not isinstance(data, dict) or data.get("version") != 1:
+        raise ClientError("invalid_argument", f"{path} is not a version 1 connection config")
+    token = data.get("token")
+    if not isinstance(token, str):
+        raise ClientError("invalid_argument", f"{path} has no token")
+    file_binding = data.get("binding")
+    ca_file = data.get("ca_file")
+    return Connection(
+        _check_hub(data.get("hub"), str(path)), token,
+        binding or (file_binding if isinstance(file_binding, str) else None),
+        ca_file if isinstance(ca_file, str) else None, source,
+    )
+
+
+def find_connection(env: Mapping[str, str] = os.environ) -> Connection:
+    """The connection this process should use, by the SPEC §3 lookup order."""
+    binding = env.get("AMUX_MEMORY_BINDING") or None
+    configured = env.get("AMUX_MEMORY_CONFIG")
+    if configured:
+        return read_config(Path(configured), "AMUX_MEMORY_CONFIG", binding)
+    hub = env.get("AMUX_HUB")
+    if hub:
+        token = env.get("AMUX_TOKEN") or None
+        return Connection(_check_hub(hub, "AMUX_HUB"), token, binding, None, "AMUX_HUB")
+    home = amux_home(env)
+    path = owner_config_path(home)
+    if not path.exists():
+        raise ClientError(
+            "hub_unreachable",
+            f"no Hub configured: set AMUX_MEMORY_CONFIG or AMUX_HUB, or start one with "
+            f"`amux hub start` (AMUX_HOME={home})",
+        )
+    return read_config(path, "local default", binding)

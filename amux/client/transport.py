@@ -1,0 +1,141 @@
+"""HTTP/1.1 to the Hub over a Unix socket or TLS, with the standard library's `socket`.
+
+`http.client` would cost ~50 ms of imports (it pulls in `email`) on every CLI
+call an agent makes; the Hub's answers are small JSON bodies with a
+Content-Length, so a few lines of request writing and response parsing do.
+One `HubClient` keeps its connection open for several calls (export pages).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+from amux.client.connection import Connection
+from amux.client.wire import ClientError, encode
+
+TIMEOUT_SECONDS = 30.0
+_MAX_HEADER_BYTES = 64 * 1024
+
+
+class HubClient:
+    """Calls Hub endpoints; raises `ClientError` with the Hub's code on failure."""
+
+    def __init__(self, connection: Connection, timeout: float = TIMEOUT_SECONDS) -> None:
+        self.connection = connection
+        self.timeout = timeout
+        self._sock: socket.socket | None = None
+        self._buffer = b""
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        self._buffer = b""
+
+    def __enter__(self) -> HubClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _connect(self) -> socket.socket:
+        hub = self.connection.hub
+        try:
+            if hub.startswith("unix:"):
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(self.timeout)
+                sock.connect(hub[len("unix:"):])
+                return sock
+            host, _, port = hub.split("://", 1)[1].rstrip("/").rpartition(":")
+            raw = socket.create_connection((host, int(port)), timeout=self.timeout)
+            if hub.startswith("http://"):
+                return raw
+            import ssl
+
+            context = ssl.create_default_context(cafile=self.connection.ca_file)
+            return context.wrap_socket(raw, server_hostname=host)
+        except (OSError, ValueError) as exc:
+            where = f"{hub} ({self.connection.source})"
+            message = f"cannot reach the Hub at {where}: {exc}"
+            raise ClientError("hub_unreachable", message) from None
+
+    def call(self, path: str, body: dict[str, Any]) -> Any:
+        """POST `body` to `path`; the decoded JSON answer, or `ClientError`."""
+        payload = encode(body)
+        head = [
+            f"POST {path} HTTP/1.1", "Host: amux-hub", "Content-Type: application/json",
+            f"Content-Length: {len(payload)}",
+        ]
+        if self.connection.token:
+            head.append(f"Authorization: Bearer {self.connection.token}")
+        if self.connection.binding:
+            head.append(f"X-Amux-Binding: {self.connection.binding}")
+        request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + payload
+        while True:
+            reused = self._sock is not None
+            if self._sock is None:
+                self._sock = self._connect()
+            try:
+                self._sock.sendall(request)
+                status, data = self._read_response()
+                break
+            except (ConnectionError, _Closed):
+                self.close()
+                if reused:  # the Hub closed an idle kept-alive connection: send it again
+                    continue
+                raise ClientError(
+                    "hub_unreachable",
+                    f"the Hub at {self.connection.hub} closed the connection before answering; "
+                    "the outcome is unknown: re-read before retrying a write",
+                ) from None
+            except OSError as exc:
+                self.close()
+                raise ClientError("hub_unreachable", f"talking to the Hub failed: {exc}") from None
+        try:
+            value = json.loads(data)
+        except ValueError:
+            raise ClientError("internal", f"the Hub answered {status} with non-JSON") from None
+        if status >= 400 or (isinstance(value, dict) and "error" in value):
+            error = value.get("error", {}) if isinstance(value, dict) else {}
+            details = {k: v for k, v in error.items() if k not in ("code", "message")}
+            raise ClientError(str(error.get("code", "internal")),
+                              str(error.get("message", f"HTTP {status}")), details)
+        return value
+
+    def _read_response(self) -> tuple[int, bytes]:
+        while b"\r\n\r\n" not in self._buffer:
+            self._fill()
+            if len(self._buffer) > _MAX_HEADER_BYTES:
+                raise ClientError("internal", "the Hub sent oversized headers")
+        head, _, rest = self._buffer.partition(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        status = int(lines[0].split(" ", 2)[1])
+        length = 0
+        close = False
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            name = name.strip().lower()
+            if name == "content-length":
+                length = int(value.strip())
+            elif name == "connection" and value.strip().lower() == "close":
+                close = True
+        self._buffer = rest
+        while len(self._buffer) < length:
+            self._fill()
+        data, self._buffer = self._buffer[:length], self._buffer[length:]
+        if close:
+            self.close()
+        return status, data
+
+    def _fill(self) -> None:
+        assert self._sock is not None
+        chunk = self._sock.recv(65536)
+        if not chunk:
+            raise _Closed()
+        self._buffer += chunk
+
+
+class _Closed(Exception):
+    """The Hub closed the connection before a whole response arrived."""
