@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import signal
 import socket
 import subprocess
@@ -58,3 +59,18 @@ class HubProcess:
             self.process.send_signal(signal.SIGTERM)
         self.process.communicate(timeout=20)
         return self.process.returncode
+
+
+def amux(home: Path, *args: str, stdin: str | None = None,
+         env: dict[str, str] | None = None) -> tuple[int, Any, str]:
+    """Run `python -m amux ARGS` with AMUX_HOME=home; returns (exit, stdout JSON, stderr)."""
+    environment = {key: value for key, value in os.environ.items()
+                   if key not in ("AMUX_MEMORY_CONFIG", "AMUX_HUB", "AMUX_TOKEN")}
+    environment.update({"AMUX_HOME": str(home), **(env or {})})
+    done = subprocess.run([sys.executable, "-m", "amux", *args], input=stdin,
+                          capture_output=True, text=True, env=environment, timeout=60)
+    try:
+        out = json.loads(done.stdout)
+    except ValueError:
+        out = done.stdout
+    return done.returncode, out, done.stderr

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from amux.client.connection import find_connection
@@ -18,22 +19,22 @@ from amux.client.transport import HubClient
 from amux.client.wire import ClientError, encode
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """Usage errors are `invalid_argument` (exit 2) in the Appendix A shape too."""
 
     def error(self, message: str) -> NoReturn:
         raise ClientError("invalid_argument", f"{self.prog}: {message}")
 
 
-def _parser() -> _Parser:
-    parser = _Parser(
+def _parser() -> Parser:
+    parser = Parser(
         prog="amux memory",
         description="Search, read and change amux memory through the Hub. Output is JSON "
         "(Appendix A of the SPEC); errors are JSON on stdout plus one line on stderr.",
     )
     parser.add_argument("--pretty", action="store_true", help="indented output for people")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                     parser_class=_Parser)
+                                     parser_class=Parser)
     search = commands.add_parser("search", help="literal search over your memory scope")
     search.add_argument("terms", nargs="+", metavar="TERM", help="1-16 literal terms")
     search.add_argument("--prefix", help="only documents under this folder (whole segments)")
@@ -129,17 +130,23 @@ def _emit(value: Any, pretty: bool) -> None:
     sys.stdout.flush()
 
 
-def main(argv: list[str] | None = None) -> int:
+def run(prog: str, parser: argparse.ArgumentParser, argv: list[str] | None,
+        action: Callable[[argparse.Namespace], Any]) -> int:
+    """Parse, act, print the result; an error is JSON on stdout plus one stderr line."""
     pretty = False
     try:
-        args = _parser().parse_args(argv)
-        pretty = args.pretty
-        _emit(_run(args), pretty)
+        args = parser.parse_args(argv)
+        pretty = bool(getattr(args, "pretty", False))
+        _emit(action(args), pretty)
         return 0
     except ClientError as error:
         _emit(error.to_wire(), pretty)
-        print(f"amux memory: {error.code}: {error.message}", file=sys.stderr)
+        print(f"{prog}: {error.code}: {error.message}", file=sys.stderr)
         return error.exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run("amux memory", _parser(), argv, _run)
 
 
 if __name__ == "__main__":

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.hubproc import HubProcess
+from tests.hubproc import HubProcess, amux
 
 
 @pytest.fixture
@@ -21,21 +19,6 @@ def hub(short_home: Path) -> Iterator[HubProcess]:
     process.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "true"})
     yield process
     process.stop()
-
-
-def amux(home: Path, *args: str, stdin: str | None = None,
-         env: dict[str, str] | None = None) -> tuple[int, Any, str]:
-    """Run `python -m amux ARGS` with AMUX_HOME=home; returns (exit, stdout JSON, stderr)."""
-    environment = {key: value for key, value in os.environ.items()
-                   if key not in ("AMUX_MEMORY_CONFIG", "AMUX_HUB", "AMUX_TOKEN")}
-    environment.update({"AMUX_HOME": str(home), **(env or {})})
-    done = subprocess.run([sys.executable, "-m", "amux", *args], input=stdin,
-                          capture_output=True, text=True, env=environment, timeout=60)
-    try:
-        out = json.loads(done.stdout)
-    except ValueError:
-        out = done.stdout
-    return done.returncode, out, done.stderr
 
 
 def test_crud_search_export(hub: HubProcess) -> None:

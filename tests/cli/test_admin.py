@@ -1,0 +1,52 @@
+"""`amux system config` and `amux principal` against a real Hub, through the real CLI."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.hubproc import HubProcess, amux
+
+
+@pytest.fixture
+def hub(short_home: Path) -> Iterator[HubProcess]:
+    process = HubProcess(short_home)
+    yield process
+    process.stop()
+
+
+def test_owner_administers_and_changes_apply_at_once(hub: HubProcess) -> None:
+    home = hub.home
+    assert amux(home, "system", "config", "get", "memory.enabled")[1] == {
+        "key": "memory.enabled", "value": False,
+    }
+    assert amux(home, "system", "config", "set", "memory.enabled", "true")[1]["value"] is True
+    code, added, _ = amux(home, "principal", "add", "alice")
+    assert code == 0 and set(added) == {"principal", "token", "token_id"}
+    as_alice = {"AMUX_HUB": f"unix:{hub.socket_path}", "AMUX_TOKEN": added["token"]}
+    code, put, _ = amux(home, "memory", "upsert", "a.md", "--expected-revision", "absent",
+                        stdin="x\n", env=as_alice)
+    assert code == 0 and put["created"] is True
+    code, out, _ = amux(home, "system", "config", "set", "isolation.enabled", "true", env=as_alice)
+    assert (code, out["error"]["code"]) == (5, "forbidden")
+    code, out, _ = amux(home, "principal", "add", "mallory", env=as_alice)
+    assert (code, out["error"]["code"]) == (5, "forbidden")
+    code, delegated, _ = amux(home, "principal", "delegate", "alice", "--ttl", "600")
+    assert code == 0 and delegated["principal"] == "alice"
+    code, listed, _ = amux(home, "principal", "list")
+    alice = next(p for p in listed["principals"] if p["principal"] == "alice")
+    assert {t["kind"] for t in alice["tokens"]} == {"login", "delegated"}
+    assert added["token"] not in str(listed)
+    code, revoked, _ = amux(home, "principal", "revoke", "alice", "--all")
+    assert code == 0 and added["token_id"] in revoked["revoked"]
+    code, out, _ = amux(home, "memory", "show", "a.md", env=as_alice)
+    assert (code, out["error"]["code"]) == (5, "unauthenticated")
+
+
+def test_usage_errors(hub: HubProcess) -> None:
+    code, out, _ = amux(hub.home, "principal", "revoke", "alice")
+    assert (code, out["error"]["code"]) == (2, "invalid_argument")
+    code, out, _ = amux(hub.home, "system", "config", "set", "memory.enabled", "perhaps")
+    assert (code, out["error"]["code"]) == (2, "invalid_argument")
