@@ -9,6 +9,7 @@ start|stop|status|reload, run, sessions) is issue 3 onwards.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from amux import __version__
@@ -19,20 +20,19 @@ def main(argv: list[str] | None = None) -> int:
     if args[:1] == ["memory"]:
         from amux.client.cli import main as memory
 
-        return memory(args[1:])
-    if args[:2] == ["hub", "serve"]:
-        from amux.client.home import amux_home
-        from amux.hub.server import main as serve
+        return _local_hub_error(args[1:]) or memory(args[1:])
+    if args[:1] == ["hub"]:
+        from amux.cli.hub import main as hub
 
-        return serve(args[2:] or [str(amux_home())])
+        return hub(args[1:])
     if args[:2] == ["system", "config"]:
         from amux.cli.admin import config_main
 
-        return config_main(args[2:])
+        return _local_hub_error(args[2:]) or config_main(args[2:])
     if args[:1] == ["principal"]:
         from amux.cli.admin import principal_main
 
-        return principal_main(args[1:])
+        return _local_hub_error(args[1:]) or principal_main(args[1:])
     parser = argparse.ArgumentParser(
         prog="amux",
         description="amux memory: shared, file-based long-term memory for coding agents.",
@@ -44,6 +44,33 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"amux {__version__}")
     parser.parse_args(args)
     parser.print_help()
+    return 0
+
+
+def _local_hub_error(argv: list[str]) -> int:
+    """Start the local Hub on demand; 0 when there is one, else the reported error's exit.
+
+    Only the installed `amux` does this, and only for the local default: never when
+    AMUX_MEMORY_CONFIG or AMUX_HUB names a Hub (the standard-library client never
+    starts one).
+    """
+    if os.environ.get("AMUX_MEMORY_CONFIG") or os.environ.get("AMUX_HUB"):
+        return 0
+    if any(arg in ("-h", "--help") for arg in argv):
+        return 0
+    from amux.client.home import amux_home
+    from amux.hub import control
+
+    home = amux_home()
+    if control.answering(home):
+        return 0
+    from amux.client.cli import report
+    from amux.client.wire import ClientError
+
+    try:
+        control.start(home)
+    except ClientError as error:
+        return report("amux memory", error)
     return 0
 
 

@@ -140,9 +140,14 @@ def run(prog: str, parser: argparse.ArgumentParser, argv: list[str] | None,
         _emit(action(args), pretty)
         return 0
     except ClientError as error:
-        _emit(error.to_wire(), pretty)
-        print(f"{prog}: {error.code}: {error.message}", file=sys.stderr)
-        return error.exit_code
+        return report(prog, error, pretty)
+
+
+def report(prog: str, error: ClientError, pretty: bool = False) -> int:
+    """Print an error as Appendix A JSON on stdout and one line on stderr; its exit code."""
+    _emit(error.to_wire(), pretty)
+    print(f"{prog}: {error.code}: {error.message}", file=sys.stderr)
+    return error.exit_code
 
 
 def main(argv: list[str] | None = None) -> int:

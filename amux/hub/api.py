@@ -15,6 +15,8 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
     POST /v1/memory/upsert   {path, content, expected_revision}
     POST /v1/memory/forget   {path, expected_revision}
     POST /v1/binding         {}  -> {principal, binding}   (what a launcher freezes)
+    POST /v1/status          {}  -> hub status (SPEC Appendix A)
+    POST /v1/admin/reload    {}  re-read config.toml                  owner only
     POST /v1/admin/config    {action: get|set, key, value?}          owner only
     POST /v1/admin/principals {action: add|alias|token|revoke|delegate|list, ...}  owner only
 """
@@ -84,16 +86,28 @@ def _error(error: AmuxError) -> Response:
 class HubApi:
     """Answers Hub requests against one store, identity registry and configuration."""
 
-    def __init__(self, store: Store, registry: Registry, config: ConfigFile) -> None:
+    def __init__(
+        self, store: Store, registry: Registry, config: ConfigFile,
+        status: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         self.store = store
+        self._status = status
         self.registry = registry
         self.config_file = config
         self.config: HubConfig = config.load()
         self._routes: dict[str, Callable[[Request, Credential, dict[str, Any]], Any]] = {
             "/v1/binding": self._binding,
+            "/v1/status": lambda request, credential, body: self.status(),
+            "/v1/admin/reload": self._admin_reload,
             "/v1/admin/config": self._admin_config,
             "/v1/admin/principals": self._admin_principals,
         }
+
+    def status(self) -> dict[str, Any]:
+        """`hub status` (SPEC Appendix A), for any authenticated caller."""
+        if self._status is None:
+            raise InvalidArgument("this Hub reports no status")
+        return self._status()
 
     def reload(self) -> HubConfig:
         """Re-read config.toml (SIGHUP, `amux hub reload`)."""
@@ -175,6 +189,12 @@ class HubApi:
                 "only the Hub's owner, with its own login token over the local owner socket, "
                 "may change configuration or identities"
             )
+
+    def _admin_reload(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
+        self._require_owner(request, credential)
+        config = self.reload()
+        return {"memory_enabled": config.memory_enabled,
+                "isolation_enabled": config.isolation_enabled}
 
     def _admin_config(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
         self._require_owner(request, credential)

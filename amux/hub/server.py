@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import getpass
-import hashlib
 import json
 import logging
 import os
@@ -28,7 +27,6 @@ import signal
 import socket
 import socketserver
 import sys
-import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -39,6 +37,7 @@ from amux import __version__
 from amux.hub.api import HubApi, Request
 from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
+from amux.hub.paths import owner_socket_path, pid_path
 from amux.memory import wire
 from amux.memory.errors import AmuxError, InvalidArgument
 from amux.memory.fs import write_file_atomic
@@ -50,16 +49,6 @@ MAX_BODY_BYTES = 1024 * 1024
 """A 64 KiB document JSON-escaped stays far below this; anything larger is refused."""
 IDLE_SECONDS = 30.0
 """An idle keep-alive connection is closed after this long."""
-_SUN_PATH_MAX = 107
-
-
-def owner_socket_path(home: Path) -> Path:
-    """`<home>/run/hub.sock`, or a short per-user path when that is too long to bind."""
-    preferred = home / "run" / "hub.sock"
-    if len(os.fsencode(preferred)) <= _SUN_PATH_MAX:
-        return preferred
-    digest = hashlib.sha256(os.fsencode(home.resolve())).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"amux-{os.getuid()}" / f"{digest}.sock"
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -144,9 +133,9 @@ class Hub:
         self.store = Store(home / "memory", exclusive=True)
         self.registry = Registry(home)
         self.config = ConfigFile(home)
-        self.api = HubApi(self.store, self.registry, self.config)
+        self.api = HubApi(self.store, self.registry, self.config, status=self.status)
         self.socket_path = owner_socket_path(home)
-        self.pid_path = home / "run" / "hub.pid"
+        self.pid_path = pid_path(home)
         self._ensure_owner(owner or _default_owner())
         self._stop = threading.Event()
         self._reload = threading.Event()
@@ -184,6 +173,7 @@ class Hub:
         loop = threading.Thread(target=server.serve_forever, name="amux-hub-accept")
         loop.start()
         print(json.dumps(self.status()), flush=True)  # the readiness line
+        _silence_stdout()  # a starter may close its end of our stdout once it read the line
         try:
             while not self._stop.is_set():
                 self._stop.wait(0.2)
@@ -213,6 +203,12 @@ class Hub:
             self._reload.set()
         else:
             self._stop.set()
+
+
+def _silence_stdout() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _default_owner() -> str:

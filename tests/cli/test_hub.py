@@ -1,0 +1,59 @@
+"""`amux hub start|stop|status|reload` and starting the local Hub on demand."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.hubproc import amux
+
+
+@pytest.fixture
+def home(short_home: Path) -> Iterator[Path]:
+    yield short_home
+    amux(short_home, "hub", "stop")
+
+
+def test_status_start_race_reload_stop(home: Path) -> None:
+    assert amux(home, "hub", "status") == (0, {"running": False}, "")
+    environment = {**os.environ, "AMUX_HOME": str(home)}
+    racers = [subprocess.Popen([sys.executable, "-m", "amux", "hub", "start"], env=environment,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+              for _ in range(2)]
+    pids = set()
+    for racer in racers:
+        out, err = racer.communicate(timeout=60)
+        assert racer.returncode == 0, err
+        pids.add(json.loads(out)["pid"])
+    assert len(pids) == 1  # one Hub, whichever racer started it
+    code, status, _ = amux(home, "hub", "status")
+    assert code == 0 and status["running"] is True and status["pid"] in pids
+    config = home / "config.toml"
+    config.write_text("[memory]\nenabled = true\n")
+    assert amux(home, "hub", "reload")[1]["memory_enabled"] is True
+    code, stopped, _ = amux(home, "hub", "stop")
+    assert (code, stopped["stopped"]) == (0, True)
+    assert amux(home, "hub", "status")[1] == {"running": False}
+    assert not (home / "run" / "hub.sock").exists()
+
+
+def test_memory_commands_start_the_local_hub_on_demand(home: Path) -> None:
+    code, out, _ = amux(home, "system", "config", "set", "memory.enabled", "true")
+    assert code == 0 and out["value"] is True  # started the Hub to answer
+    code, put, _ = amux(home, "memory", "upsert", "a.md", "--expected-revision", "absent",
+                        stdin="on demand\n")
+    assert code == 0 and put["created"] is True
+    assert amux(home, "hub", "status")[1]["running"] is True
+
+
+def test_an_explicit_hub_is_never_started(home: Path, tmp_path: Path) -> None:
+    code, out, _ = amux(home, "memory", "show", "a.md",
+                        env={"AMUX_HUB": f"unix:{tmp_path}/none.sock", "AMUX_TOKEN": "t"})
+    assert (code, out["error"]["code"]) == (4, "hub_unreachable")
+    assert amux(home, "hub", "status")[1] == {"running": False}
