@@ -45,8 +45,12 @@ class HubClient:
         try:
             if hub.startswith("unix:"):
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                sock.settimeout(self.timeout)
-                sock.connect(hub[len("unix:"):])
+                try:
+                    sock.settimeout(self.timeout)
+                    sock.connect(hub[len("unix:"):])
+                except BaseException:
+                    sock.close()
+                    raise
                 return sock
             host, _, port = hub.split("://", 1)[1].rstrip("/").rpartition(":")
             raw = socket.create_connection((host, int(port)), timeout=self.timeout)
@@ -54,8 +58,12 @@ class HubClient:
                 return raw
             import ssl
 
-            context = ssl.create_default_context(cafile=self.connection.ca_file)
-            return context.wrap_socket(raw, server_hostname=host)
+            try:
+                context = ssl.create_default_context(cafile=self.connection.ca_file)
+                return context.wrap_socket(raw, server_hostname=host)
+            except BaseException:
+                raw.close()
+                raise
         except (OSError, ValueError) as exc:
             where = f"{hub} ({self.connection.source})"
             message = f"cannot reach the Hub at {where}: {exc}"
@@ -108,6 +116,7 @@ class HubClient:
         while b"\r\n\r\n" not in self._buffer:
             self._fill()
             if len(self._buffer) > _MAX_HEADER_BYTES:
+                self.close()
                 raise ClientError("internal", "the Hub sent oversized headers")
         head, _, rest = self._buffer.partition(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")

@@ -104,6 +104,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = False
     block_on_close = True  # server_close() waits for in-flight requests
+    request_queue_size = 128  # the default 5 makes a burst of connects fail with EAGAIN
 
     def __init__(self, path: Path, api: HubApi, *, owner_socket: bool) -> None:
         self.api = api
