@@ -26,7 +26,30 @@ class UnixConnection(http.client.HTTPConnection):
         self.sock.connect(self.unix_path)
 
 
-class HubProcess:
+class Caller:
+    """Raw JSON requests to one Hub socket, with a default token."""
+
+    def __init__(self, socket_path: str, token: str) -> None:
+        self.connection = UnixConnection(socket_path)
+        self.token = token
+
+    def call(self, path: str, body: dict[str, Any], token: str | None = None,
+             binding: str | None = None) -> tuple[int, Any]:
+        headers = {"Content-Type": "application/json",
+                   "Authorization": f"Bearer {token or self.token}"}
+        if binding:
+            headers["X-Amux-Binding"] = binding
+        self.connection.request("POST", path, json.dumps(body), headers)
+        response = self.connection.getresponse()
+        return response.status, json.loads(response.read())
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class HubProcess(Caller):
+    """`python -m amux.hub.server HOME`, ready once it printed its status line."""
+
     def __init__(self, home: Path) -> None:
         self.home = home
         self.process = subprocess.Popen(
@@ -40,21 +63,11 @@ class HubProcess:
         self.socket_path = self.status["address"].removeprefix("unix:")
         owner = json.loads((home / "credentials" / "owner.json").read_text())
         self.owner_token = owner["token"]
-        self.connection = UnixConnection(self.socket_path)
-
-    def call(self, path: str, body: dict[str, Any], token: str | None = None,
-             binding: str | None = None) -> tuple[int, Any]:
-        headers = {"Content-Type": "application/json",
-                   "Authorization": f"Bearer {token or self.owner_token}"}
-        if binding:
-            headers["X-Amux-Binding"] = binding
-        self.connection.request("POST", path, json.dumps(body), headers)
-        response = self.connection.getresponse()
-        return response.status, json.loads(response.read())
+        super().__init__(self.socket_path, self.owner_token)
 
     def stop(self) -> int:
         """SIGTERM (if still running), then collect the exit code and close the pipes."""
-        self.connection.close()
+        self.close()
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
         self.process.communicate(timeout=20)

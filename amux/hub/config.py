@@ -20,11 +20,15 @@ from amux.memory.fs import write_file_atomic
 
 CONFIG_NAME = "config.toml"
 
-DEFAULTS: dict[str, bool] = {
+Value = bool | str
+
+DEFAULTS: dict[str, Value] = {
     "memory.enabled": False,
     "isolation.enabled": False,
+    "listeners.shared_socket": "",
 }
-"""Every settable key with its default; memory and isolation start off (SPEC §3)."""
+"""Every settable key with its default (its type is the default's type); memory and
+isolation start off (SPEC §3); an empty shared socket path means no shared socket."""
 
 _HEADER = """\
 # amux Hub configuration. Change it with `amux system config set KEY VALUE`
@@ -38,9 +42,15 @@ class HubConfig:
 
     memory_enabled: bool = False
     isolation_enabled: bool = False
+    shared_socket: str = ""
+    """Absolute path of the socket isolated runs reach, or "" for none (applies at start)."""
 
 
-def _parse_bool(key: str, value: str) -> bool:
+def _parse(key: str, value: str) -> Value:
+    if isinstance(DEFAULTS[key], str):
+        if value and not value.startswith("/"):
+            raise InvalidArgument(f"{key} takes an absolute path (or \"\" for none), got {value!r}")
+        return value
     lowered = value.strip().lower()
     if lowered in ("true", "on", "yes", "1"):
         return True
@@ -71,7 +81,7 @@ class ConfigFile:
         except TOMLKitError as exc:
             raise InvalidArgument(f"{self.path} is not valid TOML: {exc}") from None
 
-    def get(self, key: str) -> bool:
+    def get(self, key: str) -> Value:
         """The effective value of `key` (its default when the file does not set it)."""
         _check_key(key)
         table_name, name = key.split(".", 1)
@@ -79,14 +89,16 @@ class ConfigFile:
         if table is None or name not in table:
             return DEFAULTS[key]
         value = table[name]
-        if not isinstance(value, bool):
-            raise InvalidArgument(f"{self.path}: {key} must be true or false, found {value!r}")
-        return bool(value)
+        expected = type(DEFAULTS[key])
+        if not isinstance(value, expected):
+            kind = "true or false" if expected is bool else "a string"
+            raise InvalidArgument(f"{self.path}: {key} must be {kind}, found {value!r}")
+        return expected(value)
 
-    def set(self, key: str, value: str) -> bool:
+    def set(self, key: str, value: str) -> Value:
         """Set `key` from its text form, keep every comment, and return the new value."""
         _check_key(key)
-        parsed = _parse_bool(key, value)
+        parsed = _parse(key, value)
         document = self._document()
         table_name, name = key.split(".", 1)
         if table_name not in document:
@@ -100,6 +112,7 @@ class ConfigFile:
     def load(self) -> HubConfig:
         """All effective settings at once."""
         return HubConfig(
-            memory_enabled=self.get("memory.enabled"),
-            isolation_enabled=self.get("isolation.enabled"),
+            memory_enabled=bool(self.get("memory.enabled")),
+            isolation_enabled=bool(self.get("isolation.enabled")),
+            shared_socket=str(self.get("listeners.shared_socket")),
         )

@@ -12,8 +12,10 @@ Layout under `<AMUX_HOME>`: `run/` (0700) holds `hub.sock` (or a short fallback
 path when that is too long for a Unix socket) and `hub.pid`; `credentials/owner.json`
 (0600) is the owner's connection config (SPEC Appendix A), created on first start.
 
-Not built yet (issue 3): the shared socket for isolated runs, the TLS listener,
-`amux hub start|stop|status|reload` and starting on demand.
+With `listeners.shared_socket` set, a second socket (mode 0666, in a directory
+created 0755) serves isolated runs: every request there still needs a token, and
+administration is refused there. Listener changes apply when the Hub restarts.
+Not built yet (issue 3): the TLS listener for remote Runtimes.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import os
 import signal
 import socket
 import socketserver
+import stat
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler
@@ -140,6 +143,7 @@ class Hub:
         self._ensure_owner(owner or _default_owner())
         self._stop = threading.Event()
         self._reload = threading.Event()
+        self._shared_path: Path | None = None
 
     def _ensure_owner(self, name: str) -> None:
         issued = self.registry.ensure_owner(name)
@@ -152,27 +156,44 @@ class Hub:
 
     def status(self) -> dict[str, Any]:
         config = self.api.config
+        listeners = [{"kind": "owner", "address": f"unix:{self.socket_path}"}]
+        if self._shared_path is not None:
+            listeners.append({"kind": "shared", "address": f"unix:{self._shared_path}"})
         return {
             "running": True, "pid": os.getpid(), "address": f"unix:{self.socket_path}",
             "memory_root": str(self.store.root), "memory_enabled": config.memory_enabled,
-            "isolation_enabled": config.isolation_enabled,
-            "listeners": [{"kind": "owner", "address": f"unix:{self.socket_path}"}],
+            "isolation_enabled": config.isolation_enabled, "listeners": listeners,
             "version": __version__,
         }
+
+    def _listen(self, path: Path, *, owner: bool) -> _UnixHTTPServer:
+        """Bind one Unix-socket listener, replacing only a stale socket file at `path`."""
+        with contextlib.suppress(FileNotFoundError):
+            if stat.S_ISSOCK(os.lstat(path).st_mode):  # a crashed Hub's: we hold the root lock
+                path.unlink()
+        server = _UnixHTTPServer(path, self.api, owner_socket=owner)
+        # The owner socket is private; the shared one is reachable by every local user,
+        # who must still present a token (reachability is not authorization).
+        os.chmod(path, 0o600 if owner else 0o666)
+        return server
 
     def serve(self) -> None:
         """Serve until SIGTERM/SIGINT; SIGHUP re-reads config. Cleans up however it ends."""
         self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.pid_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        if self.socket_path.exists():  # a crashed Hub's socket: we hold the root lock now
-            self.socket_path.unlink()
-        server = _UnixHTTPServer(self.socket_path, self.api, owner_socket=True)
-        os.chmod(self.socket_path, 0o600)
+        servers = [self._listen(self.socket_path, owner=True)]
+        shared = self.api.config.shared_socket
+        if shared:
+            self._shared_path = Path(shared)
+            self._shared_path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            servers.append(self._listen(self._shared_path, owner=False))
         write_file_atomic(self.pid_path, f"{os.getpid()}\n".encode())
         previous = {sig: signal.signal(sig, self._on_signal)
                     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
-        loop = threading.Thread(target=server.serve_forever, name="amux-hub-accept")
-        loop.start()
+        loops = [threading.Thread(target=server.serve_forever, name="amux-hub-accept")
+                 for server in servers]
+        for loop in loops:
+            loop.start()
         print(json.dumps(self.status()), flush=True)  # the readiness line
         _silence_stdout()  # a starter may close its end of our stdout once it read the line
         try:
@@ -182,12 +203,16 @@ class Hub:
                     self._reload.clear()
                     self._reload_config()
         finally:
-            server.shutdown()
-            loop.join()
-            server.wake_idle()
-            server.server_close()  # joins in-flight request threads
-            for path in (self.socket_path, self.pid_path):
-                path.unlink(missing_ok=True)
+            for server in servers:
+                server.shutdown()
+            for loop in loops:
+                loop.join()
+            for server in servers:
+                server.wake_idle()
+                server.server_close()  # joins in-flight request threads
+            for path in (self.socket_path, self._shared_path, self.pid_path):
+                if path is not None:
+                    path.unlink(missing_ok=True)
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
             self.store.close()

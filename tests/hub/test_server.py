@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.hubproc import HubProcess
+from tests.hubproc import Caller, HubProcess
 
 
 @pytest.fixture
@@ -88,3 +88,30 @@ def test_sigterm_shuts_down_cleanly(short_home: Path) -> None:
     again = HubProcess(short_home)
     assert again.call("/v1/admin/principals", {"action": "list"})[0] == 200
     assert again.stop() == 0
+
+
+def test_shared_socket_serves_tokens_but_not_administration(short_home: Path) -> None:
+    first = HubProcess(short_home)
+    shared = short_home.parent / "shared" / "hub.sock"
+    first.call("/v1/admin/config", {"action": "set", "key": "listeners.shared_socket",
+                                    "value": str(shared)})
+    first.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "true"})
+    alice = first.call("/v1/admin/principals", {"action": "add", "name": "alice"})[1]["token"]
+    assert first.stop() == 0
+    hub = HubProcess(short_home)  # listener changes apply at start
+    try:
+        assert {"kind": "shared", "address": f"unix:{shared}"} in hub.status["listeners"]
+        assert stat.S_IMODE(os.stat(shared).st_mode) == 0o666
+        assert stat.S_IMODE(shared.parent.stat().st_mode) == 0o755
+        other = Caller(str(shared), hub.owner_token)
+        status, put = other.call("/v1/memory/upsert", {"path": "a.md", "content": "x",
+                                                       "expected_revision": "absent"}, alice)
+        assert status == 200 and put["created"] is True
+        status, body = other.call("/v1/admin/principals", {"action": "list"})  # owner token
+        assert (status, body["error"]["code"]) == (403, "forbidden")
+        status, body = other.call("/v1/memory/get", {"path": "a.md"}, "amux_" + "y" * 43)
+        assert (status, body["error"]["code"]) == (401, "unauthenticated")
+        other.close()
+    finally:
+        assert hub.stop() == 0
+    assert not shared.exists()
