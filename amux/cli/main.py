@@ -18,9 +18,10 @@ from amux import __version__
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args[:1] == ["memory"]:
+        from amux.cli.pretty import render
         from amux.client.cli import main as memory
 
-        return _local_hub_error(args[1:]) or memory(args[1:])
+        return _local_hub_error(args[1:]) or memory(args[1:], pretty=render)
     if args[:1] == ["hub"]:
         from amux.cli.hub import main as hub
 

@@ -120,38 +120,46 @@ def _run(args: argparse.Namespace) -> Any:
         return _export(client, args.path)
 
 
-def _emit(value: Any, pretty: bool) -> None:
+Render = Callable[[Any], None]
+"""Shows a result to a person (`--pretty`); the installed `amux` passes a rich one."""
+
+
+def _indented(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+
+
+def _emit(value: Any, render: Render | None) -> None:
     if isinstance(value, bytes):
         sys.stdout.buffer.write(value)
-    elif pretty:
-        sys.stdout.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
+    elif render is not None:
+        render(value)
     else:
         sys.stdout.buffer.write(encode(value) + b"\n")
     sys.stdout.flush()
 
 
 def run(prog: str, parser: argparse.ArgumentParser, argv: list[str] | None,
-        action: Callable[[argparse.Namespace], Any]) -> int:
+        action: Callable[[argparse.Namespace], Any], pretty: Render = _indented) -> int:
     """Parse, act, print the result; an error is JSON on stdout plus one stderr line."""
-    pretty = False
+    render: Render | None = None
     try:
         args = parser.parse_args(argv)
-        pretty = bool(getattr(args, "pretty", False))
-        _emit(action(args), pretty)
+        render = pretty if getattr(args, "pretty", False) else None
+        _emit(action(args), render)
         return 0
     except ClientError as error:
-        return report(prog, error, pretty)
+        return report(prog, error, render)
 
 
-def report(prog: str, error: ClientError, pretty: bool = False) -> int:
+def report(prog: str, error: ClientError, render: Render | None = None) -> int:
     """Print an error as Appendix A JSON on stdout and one line on stderr; its exit code."""
-    _emit(error.to_wire(), pretty)
+    _emit(error.to_wire(), render)
     print(f"{prog}: {error.code}: {error.message}", file=sys.stderr)
     return error.exit_code
 
 
-def main(argv: list[str] | None = None) -> int:
-    return run("amux memory", _parser(), argv, _run)
+def main(argv: list[str] | None = None, pretty: Render = _indented) -> int:
+    return run("amux memory", _parser(), argv, _run, pretty)
 
 
 if __name__ == "__main__":

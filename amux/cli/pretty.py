@@ -1,0 +1,42 @@
+"""`--pretty` for people: memory results rendered with rich (installed `amux` only).
+
+The standard-library client falls back to indented JSON; this module is what the
+installed command passes instead, and it is imported only when `--pretty` is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def render(value: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if isinstance(value, dict) and "results" in value:
+        table = Table("path", "terms", "hits", show_lines=True)
+        for result in value["results"]:
+            hits = "\n".join(f"{hit['line']}: {hit['snippet']}" for hit in result["hits"])
+            table.add_row(result["path"], ", ".join(result["matched_terms"]), hits)
+        console.print(table)
+        notes = [f"{value['scanned_files']} files scanned"]
+        if value["incomplete"]:
+            notes.append("INCOMPLETE: narrow --prefix or change terms")
+        if value["truncated"]:
+            notes.append("more hits or documents were left out")
+        console.print("; ".join(notes), style="dim")
+    elif isinstance(value, dict) and "content" in value and "exists" in value:
+        if not value["exists"]:
+            console.print(f"{value['path']}: no such document", style="yellow")
+            return
+        console.rule(f"{value['path']}  lines {value['start_line']}-{value['end_line']} "
+                     f"of {value['total_lines']}  rev {value['revision'][:12]}")
+        console.print(value["content"], markup=False, highlight=False, end="")
+        if value["stale_note"]:
+            console.print(value["stale_note"], style="yellow")
+        if value["truncated"]:
+            console.print(f"(truncated: continue with --offset {value['next_offset']})",
+                          style="dim")
+    else:
+        console.print_json(data=value)
