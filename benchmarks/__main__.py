@@ -20,7 +20,16 @@ from pathlib import Path
 from typing import Any
 
 from amux.memory.fs import SETTLE_NS
-from benchmarks import corpus, recall, report, search_bench, terms, timing, write_bench
+from benchmarks import (
+    corpus,
+    hub_bench,
+    recall,
+    report,
+    search_bench,
+    terms,
+    timing,
+    write_bench,
+)
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 EXTRA_CJK_TERMS = ["锁", "的配置", "配置"]
@@ -36,10 +45,14 @@ class Repetitions:
     rg: int
     writes: int
     interpreter: int
+    hub_runs: int
+    hub_seconds: float
 
 
-FULL = Repetitions(cold=25, warm=51, rotations=31, rg=25, writes=401, interpreter=10)
-QUICK = Repetitions(cold=3, warm=5, rotations=3, rg=3, writes=10, interpreter=3)
+FULL = Repetitions(cold=25, warm=51, rotations=31, rg=25, writes=401, interpreter=10,
+                   hub_runs=15, hub_seconds=3.0)
+QUICK = Repetitions(cold=3, warm=5, rotations=3, rg=3, writes=10, interpreter=3,
+                    hub_runs=3, hub_seconds=0.5)
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -146,6 +159,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         writes = write_bench.bench_writes(root, scope_dir, documents, reps.writes)
         mark = phase("writes", mark)
 
+        eight = next(q for q in references if q.shape == "8 terms")
+        _progress(f"hub and CLI: {reps.hub_runs} process runs, {reps.hub_seconds:g} s load")
+        rg_eight = search_bench.rg_argv(rg, eight, scope_dir, threads=None) if rg else None
+        hub = hub_bench.bench_hub(workdir, scope_dir, eight.query, rg_eight,
+                                  reps.hub_runs, reps.hub_seconds)
+        mark = phase("hub", mark)
+
         _progress("interpreter start")
         interpreter = timing.interpreter_start(reps.interpreter)
         phase("interpreter", mark)
@@ -159,6 +179,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "search": search,
             "recall": recall_report,
             "writes": writes,
+            "hub": hub,
             "interpreter_start": interpreter,
         }
         result["targets"] = report.targets(result)

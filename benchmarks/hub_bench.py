@@ -1,0 +1,131 @@
+"""The Hub and the memory CLI as an agent uses them (issue 3's numbers).
+
+A real Hub process serves the benchmark corpus; every figure is compared with a
+floor measured in the same run:
+
+- CLI cold round trip: `amux memory show` of a 3 KiB document as a new process
+  (Hub warm), against `python3 -c pass`; target ≤ 2.5×.
+- Whole-process search: `amux memory search` with the 8-term query over the full
+  scope, against `rg -F -i` over the same files; target ≤ 3×.
+- Hub throughput: 8 concurrent keep-alive connections from this one process
+  (amux's own raw-socket client, the lightest one at hand): `get` of a 3 KiB
+  document (target ≥ 2,000/s) and durable conditional upserts (target ≥ 300/s).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from amux.client.connection import Connection
+from amux.client.transport import HubClient
+from benchmarks import timing
+
+THREADS = 8
+
+
+def _pick_documents(scope_dir: Path) -> tuple[str, list[str]]:
+    """A corpus document of about 3 KiB to read, and others to overwrite.
+
+    The corpus holds exactly the scope's 1,024-document limit, so the benchmark
+    reads and rewrites existing documents rather than adding any.
+    """
+    sized = sorted((path.stat().st_size, str(path.relative_to(scope_dir)))
+                   for path in scope_dir.rglob("*.md"))
+    read = min(sized, key=lambda item: abs(item[0] - 3072))[1]
+    writes = [path for _size, path in sized if path != read and _size < 8192][:THREADS]
+    return read, writes
+
+
+def _amux() -> list[str]:
+    script = shutil.which("amux")
+    return [script] if script else [sys.executable, "-m", "amux"]
+
+
+def _throughput(connection: Connection, seconds: float, read: str, writes: list[str],
+                write: bool) -> float:
+    """Requests per second over `THREADS` keep-alive connections for `seconds`."""
+    counts = [0] * THREADS
+    start = threading.Barrier(THREADS + 1)
+
+    def loop(index: int) -> None:
+        path = writes[index]
+        with HubClient(connection) as client:
+            revision = client.call("/v1/memory/get", {"path": path})["revision"]
+            start.wait()
+            deadline = time.perf_counter() + seconds
+            while time.perf_counter() < deadline:
+                if write:
+                    content = f"writer {index} write {counts[index]}\n" * 64
+                    revision = client.call("/v1/memory/upsert", {
+                        "path": path, "content": content, "expected_revision": revision,
+                    })["revision"]
+                else:
+                    client.call("/v1/memory/get", {"path": read})
+                counts[index] += 1
+
+    threads = [threading.Thread(target=loop, args=(i,)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    for thread in threads:
+        thread.join()
+    return sum(counts) / seconds
+
+
+def bench_hub(home: Path, scope_dir: Path, query: str, rg_argv: list[str] | None,
+              runs: int, seconds: float) -> dict[str, Any]:
+    """Start a Hub on `home` (its memory root holds the corpus), measure, stop it."""
+    hub = subprocess.Popen([sys.executable, "-m", "amux.hub.server", str(home)],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert hub.stdout is not None
+        status = json.loads(hub.stdout.readline())
+        owner = json.loads((home / "credentials" / "owner.json").read_text())
+        connection = Connection(status["address"], owner["token"], None, None, "benchmark")
+        read, writes = _pick_documents(scope_dir)
+        with HubClient(connection) as client:
+            client.call("/v1/admin/config",
+                        {"action": "set", "key": "memory.enabled", "value": "true"})
+            client.call("/v1/memory/search", {"query": query})  # warm the Hub's cache
+        env = {"AMUX_HUB": status["address"], "AMUX_TOKEN": owner["token"]}
+        cli = _amux()
+        show = [*cli, "memory", "show", read]
+        search = [*cli, "memory", "search", *query.split()]
+        floor = [sys.executable, "-c", "pass"]
+        samples: dict[str, list[float]] = {"show": [], "python": [], "search": [], "rg": []}
+        for _ in range(runs):  # interleaved, so noise hits every command alike
+            for name, argv in (("show", show), ("python", floor), ("search", search),
+                               ("rg", rg_argv)):
+                if argv is None:
+                    continue
+                seconds_taken, done = _run(argv, env)
+                if done.returncode != 0:
+                    raise RuntimeError(f"{argv[:4]} failed: {done.stderr[-300:]!r}")
+                samples[name].append(seconds_taken)
+        result: dict[str, Any] = {name: timing.summarize(values)
+                                  for name, values in samples.items() if values}
+        result["get_per_s"] = round(_throughput(connection, seconds, read, writes, write=False))
+        result["upsert_per_s"] = round(_throughput(connection, seconds, read, writes, write=True))
+        result["read_document"] = read
+        result["threads"] = THREADS
+        result["seconds"] = seconds
+        result["query"] = query
+        return result
+    finally:
+        hub.terminate()
+        hub.communicate(timeout=30)
+
+
+def _run(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+    started = time.perf_counter()
+    done = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, **env},
+                          check=False)
+    return time.perf_counter() - started, done
