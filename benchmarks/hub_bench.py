@@ -7,19 +7,20 @@ floor measured in the same run:
   (Hub warm), against `python3 -c pass`; target ≤ 2.5×.
 - Whole-process search: `amux memory search` with the 8-term query over the full
   scope, against `rg -F -i` over the same files; target ≤ 3×.
-- Hub throughput: 8 concurrent keep-alive connections from this one process
-  (amux's own raw-socket client, the lightest one at hand): `get` of a 3 KiB
-  document (target ≥ 2,000/s) and durable conditional upserts (target ≥ 300/s).
+- Hub throughput: 8 concurrent keep-alive connections from one asyncio load
+  generator replaying pre-built requests: `get` of a 3 KiB document
+  (target ≥ 2,000/s) and durable conditional upserts (target ≥ 300/s).
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import json
 import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -49,35 +50,65 @@ def _amux() -> list[str]:
     return [script] if script else [sys.executable, "-m", "amux"]
 
 
+async def _drive(socket_path: str, requests: list[bytes], seconds: float) -> int:
+    """Replay pre-built requests on one keep-alive connection; responses completed."""
+    reader, writer = await asyncio.open_unix_connection(socket_path)
+    done = 0
+    deadline = time.perf_counter() + seconds
+    try:
+        while time.perf_counter() < deadline:
+            writer.write(requests[done % len(requests)])
+            head = await reader.readuntil(b"\r\n\r\n")
+            length = int(head.split(b"Content-Length: ", 1)[1].split(b"\r\n", 1)[0])
+            body = await reader.readexactly(length)
+            if not head.startswith(b"HTTP/1.1 200"):
+                raise RuntimeError(f"Hub answered {head[:40]!r}: {body[:200]!r}")
+            done += 1
+    finally:
+        writer.close()
+        await writer.wait_closed()
+    return done
+
+
+def _request(path: str, body: dict[str, Any], token: str) -> bytes:
+    payload = json.dumps(body).encode()
+    return (f"POST {path} HTTP/1.1\r\nHost: amux-hub\r\nAuthorization: Bearer {token}\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+            ).encode() + payload
+
+
 def _throughput(connection: Connection, seconds: float, read: str, writes: list[str],
                 write: bool) -> float:
-    """Requests per second over `THREADS` keep-alive connections for `seconds`."""
-    counts = [0] * THREADS
-    start = threading.Barrier(THREADS + 1)
+    """Requests per second over `THREADS` keep-alive connections for `seconds`.
 
-    def loop(index: int) -> None:
-        path = writes[index]
-        with HubClient(connection) as client:
-            revision = client.call("/v1/memory/get", {"path": path})["revision"]
-            start.wait()
-            deadline = time.perf_counter() + seconds
-            while time.perf_counter() < deadline:
-                if write:
-                    content = f"writer {index} write {counts[index]}\n" * 64
-                    revision = client.call("/v1/memory/upsert", {
-                        "path": path, "content": content, "expected_revision": revision,
-                    })["revision"]
-                else:
-                    client.call("/v1/memory/get", {"path": read})
-                counts[index] += 1
+    One asyncio load generator with pre-built requests keeps the generator's own
+    cost per request far below the Hub's. Writes cycle through contents whose
+    revisions are known in advance, so each conditional upsert names the right one.
+    """
+    token = connection.token or ""
+    plans: list[list[bytes]] = []
+    with HubClient(connection) as client:
+        for index in range(THREADS):
+            if not write:
+                plans.append([_request("/v1/memory/get", {"path": read}, token)])
+                continue
+            path = writes[index]
+            contents = [f"writer {index} version {v}\n" * 64 for v in range(2)]
+            current = client.call("/v1/memory/get", {"path": path})["revision"]
+            client.call("/v1/memory/upsert", {"path": path, "content": contents[1],
+                                              "expected_revision": current})
+            revisions = [hashlib.sha256(c.encode()).hexdigest() for c in contents]
+            plans.append([
+                _request("/v1/memory/upsert", {"path": path, "content": contents[v],
+                                               "expected_revision": revisions[1 - v]}, token)
+                for v in range(2)
+            ])
+    socket_path = connection.hub.removeprefix("unix:")
 
-    threads = [threading.Thread(target=loop, args=(i,)) for i in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    start.wait()
-    for thread in threads:
-        thread.join()
-    return sum(counts) / seconds
+    async def all_connections() -> list[int]:
+        return await asyncio.gather(*(_drive(socket_path, plan, seconds) for plan in plans))
+
+    return sum(asyncio.run(all_connections())) / seconds
 
 
 def bench_hub(home: Path, scope_dir: Path, query: str, rg_argv: list[str] | None,

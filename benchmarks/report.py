@@ -328,8 +328,8 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "A real Hub process serves the corpus; CLI rows are whole processes through the "
         "installed `amux` (AMUX_HUB + AMUX_TOKEN, so no on-demand start check), interleaved "
-        "with their floors; rates come from 8 keep-alive connections in one load-generator "
-        "process using amux's raw-socket client.",
+        "with their floors; rates come from 8 keep-alive connections driven by one asyncio "
+        "load-generator process replaying pre-built requests.",
         "",
         "### Context",
         "",

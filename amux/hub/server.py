@@ -1,6 +1,6 @@
 """The Hub process: HTTP/1.1 JSON on the owner's Unix socket (SPEC §4).
 
-Why the standard library's `socketserver` + `http.server` rather than an ASGI
+Why the standard library's `socketserver` rather than an ASGI
 stack: every store operation is blocking file I/O with fsync, which an event loop
 would hand to a thread pool anyway; one thread per connection (keep-alive) gives
 the same concurrency with no dependency, no executor hop and a simple, testable
@@ -31,7 +31,7 @@ import socketserver
 import stat
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler
+from http import HTTPStatus
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -52,10 +52,22 @@ MAX_BODY_BYTES = 1024 * 1024
 """A 64 KiB document JSON-escaped stays far below this; anything larger is refused."""
 IDLE_SECONDS = 30.0
 """An idle keep-alive connection is closed after this long."""
+_MAX_LINE = 8192
+_MAX_HEADERS = 64
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class _BadRequest(Exception):
+    """The bytes on the connection are not an HTTP/1.x request we can answer."""
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    """A lean HTTP/1.1 keep-alive loop: request line, headers, Content-Length body.
+
+    `http.server.BaseHTTPRequestHandler` parses headers with the `email` package,
+    which cost more per request than the store's own work; the Hub's requests
+    are small JSON POSTs from known clients, so a strict minimal parser does.
+    """
+
     server: _UnixHTTPServer
     timeout = IDLE_SECONDS
 
@@ -69,39 +81,68 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server.track(self.connection, add=False)
 
-    def do_POST(self) -> None:
-        self._answer()
+    def handle(self) -> None:
+        try:
+            while self._one():
+                pass
+        except (TimeoutError, ConnectionError):
+            pass  # idle too long, or the client went away
+        except _BadRequest as problem:
+            error = InvalidArgument(f"bad HTTP request: {problem}")
+            self._send(error.http_status or 400, wire.encode(error.to_wire()), close=True)
 
-    def do_GET(self) -> None:
-        self._answer()
+    def _line(self) -> bytes:
+        line = self.rfile.readline(_MAX_LINE + 1)
+        if len(line) > _MAX_LINE:
+            raise _BadRequest("line too long")
+        return line
 
-    def _answer(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY_BYTES:
-            error = InvalidArgument(f"request body over {MAX_BODY_BYTES} bytes")
-            self._send_bytes(error.http_status or 400, wire.encode(error.to_wire()))
-            self.close_connection = True  # the unread body makes the stream unusable
-            return
+    def _one(self) -> bool:
+        """Answer one request; False when the connection should close."""
+        request_line = self._line()
+        if not request_line:
+            return False
+        parts = request_line.decode("latin-1").split()
+        if len(parts) != 3 or parts[2] not in ("HTTP/1.1", "HTTP/1.0"):
+            raise _BadRequest(f"request line {request_line[:80]!r}")
+        method, path, version = parts
+        headers: dict[str, str] = {}
+        while True:
+            line = self._line()
+            if line in (b"\r\n", b"\n"):
+                break
+            if not line:
+                return False
+            name, colon, value = line.decode("latin-1").partition(":")
+            if not colon or len(headers) >= _MAX_HEADERS:
+                raise _BadRequest("malformed or too many headers")
+            headers[name.strip().lower()] = value.strip()
+        try:
+            length = int(headers.get("content-length") or 0)
+        except ValueError:
+            raise _BadRequest("Content-Length is not a number") from None
+        if length < 0 or length > MAX_BODY_BYTES:
+            raise _BadRequest(f"body of {length} bytes (limit {MAX_BODY_BYTES})")
         body = self.rfile.read(length) if length else b""
-        auth = self.headers.get("Authorization") or ""
+        if len(body) < length:
+            return False
+        connection = headers.get("connection", "").lower()
+        keep_alive = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
+        auth = headers.get("authorization", "")
         token = auth[7:] if auth.startswith("Bearer ") else None
-        request = Request(self.command, self.path, body, token,
-                          self.headers.get("X-Amux-Binding"), self.server.owner_socket)
+        request = Request(method, path, body, token, headers.get("x-amux-binding"),
+                          self.server.owner_socket)
         response = self.server.api.handle(request)
-        self._send_bytes(response.status, response.body)
+        log.debug("%s %s -> %d", method, path, response.status)  # never headers or bodies
+        self._send(response.status, response.body, close=not keep_alive)
+        return keep_alive
 
-    def _send_bytes(self, status: int, body: bytes) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def address_string(self) -> str:
-        return "local"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s %s", self.address_string(), format % args)  # never headers or bodies
+    def _send(self, status: int, body: bytes, *, close: bool) -> None:
+        head = (f"HTTP/1.1 {status} {HTTPStatus(status).phrase}\r\n"
+                "Content-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n"
+                + ("Connection: close\r\n" if close else "") + "\r\n")
+        self.wfile.write(head.encode("latin-1") + body)
 
 
 class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):

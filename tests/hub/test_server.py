@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -115,3 +117,21 @@ def test_shared_socket_serves_tokens_but_not_administration(short_home: Path) ->
     finally:
         assert hub.stop() == 0
     assert not shared.exists()
+
+
+def test_malformed_requests_get_a_clear_400(hub: HubProcess) -> None:
+    for raw in (b"NONSENSE\r\n\r\n", b"POST /v1/status HTTP/1.1\r\nContent-Length: x\r\n\r\n",
+                b"POST /v1/status HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n",
+                b"POST /v1/status HTTP/1.1\r\nno colon here\r\n\r\n"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+            client.settimeout(10)
+            client.connect(hub.socket_path)
+            client.sendall(raw)
+            answer = b""
+            while chunk := client.recv(65536):
+                answer += chunk
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 "), raw
+        assert b"Connection: close" in head
+        assert json.loads(body)["error"]["code"] == "invalid_argument"
+    assert hub.call("/v1/status", {})[0] == 200  # the Hub is unharmed
