@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from amux.memory import GLOBAL, Scope, Store
+from tests.hubproc import HubProcess
 
 
 @pytest.fixture(autouse=True)
@@ -28,6 +29,21 @@ def short_home() -> Iterator[Path]:
     """An AMUX_HOME with a short path, so the Hub's socket path fits a Unix socket."""
     with tempfile.TemporaryDirectory(prefix="amux-", dir="/tmp") as directory:
         yield Path(directory) / "home"
+
+
+@pytest.fixture
+def hub(short_home: Path) -> Iterator[HubProcess]:
+    """A real Hub process on a fresh AMUX_HOME (memory still disabled, as by default)."""
+    process = HubProcess(short_home)
+    yield process
+    process.stop()
+
+
+@pytest.fixture
+def memory_hub(hub: HubProcess) -> HubProcess:
+    """`hub` with memory.enabled switched on by its owner."""
+    hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "true"})
+    return hub
 
 
 @pytest.fixture

@@ -2,19 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
 from tests.hubproc import HubProcess, amux
-
-
-@pytest.fixture
-def hub(short_home: Path) -> Iterator[HubProcess]:
-    process = HubProcess(short_home)
-    yield process
-    process.stop()
 
 
 def test_owner_administers_and_changes_apply_at_once(hub: HubProcess) -> None:

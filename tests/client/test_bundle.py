@@ -8,10 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from amux.client.bundle import build_client
 from tests.hubproc import HubProcess
@@ -19,27 +16,19 @@ from tests.hubproc import HubProcess
 CLIENT = Path(__file__).resolve().parents[2] / "amux" / "client"
 
 
-@pytest.fixture
-def hub(short_home: Path) -> Iterator[HubProcess]:
-    process = HubProcess(short_home)
-    process.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "true"})
-    yield process
-    process.stop()
-
-
 def test_client_sources_parse_as_python_3_9() -> None:
     for source in sorted(CLIENT.glob("*.py")):
         ast.parse(source.read_text(), str(source), feature_version=(3, 9))
 
 
-def test_bundle_alone_talks_to_the_hub(hub: HubProcess, tmp_path: Path) -> None:
+def test_bundle_alone_talks_to_the_hub(memory_hub: HubProcess, tmp_path: Path) -> None:
     alone = tmp_path / "alone"
     alone.mkdir()
     bundle = build_client(tmp_path / "amux-client.pyz")
     copy = alone / "amux"
     shutil.copy(bundle, copy)
-    env = {"PATH": os.environ.get("PATH", ""), "AMUX_HUB": f"unix:{hub.socket_path}",
-           "AMUX_TOKEN": hub.owner_token}
+    env = {"PATH": os.environ.get("PATH", ""), "AMUX_HUB": f"unix:{memory_hub.socket_path}",
+           "AMUX_TOKEN": memory_hub.owner_token}
 
     def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-I", "-S", str(copy), *args], input=stdin,

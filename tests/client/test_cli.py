@@ -5,24 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.hubproc import HubProcess, amux
 
 
-@pytest.fixture
-def hub(short_home: Path) -> Iterator[HubProcess]:
-    process = HubProcess(short_home)
-    process.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "true"})
-    yield process
-    process.stop()
-
-
-def test_crud_search_export(hub: HubProcess) -> None:
-    home = hub.home
+def test_crud_search_export(memory_hub: HubProcess) -> None:
+    home = memory_hub.home
     code, put, _ = amux(home, "memory", "upsert", "projects/demo/notes.md",
                         "--expected-revision", "absent", stdin="# Notes\nUse pytest.\n记忆\n")
     assert code == 0 and put["created"] is True
@@ -46,8 +35,10 @@ def test_crud_search_export(hub: HubProcess) -> None:
     assert (code, gone) == (0, {"path": "big.md", "deleted": True})
 
 
-def test_errors_are_json_plus_one_line_and_exit_codes(hub: HubProcess, tmp_path: Path) -> None:
-    home = hub.home
+def test_errors_are_json_plus_one_line_and_exit_codes(
+    memory_hub: HubProcess, tmp_path: Path
+) -> None:
+    home = memory_hub.home
     amux(home, "memory", "upsert", "a.md", "--expected-revision", "absent", stdin="one\n")
     cases = [
         (("memory", "upsert", "a.md", "--expected-revision", "absent"), "two\n", 3,
@@ -66,10 +57,11 @@ def test_errors_are_json_plus_one_line_and_exit_codes(hub: HubProcess, tmp_path:
     code, out, _ = amux(home, "memory", "upsert", "b.md", "--expected-revision", "absent",
                         "--file", str(bad))
     assert (code, out["error"]["code"]) == (2, "not_utf8")
-    forged = {"AMUX_HUB": f"unix:{hub.socket_path}", "AMUX_TOKEN": "amux_" + "x" * 43}
+    forged = {"AMUX_HUB": f"unix:{memory_hub.socket_path}", "AMUX_TOKEN": "amux_" + "x" * 43}
     code, out, _ = amux(home, "memory", "show", "a.md", env=forged)
     assert (code, out["error"]["code"]) == (5, "unauthenticated")
-    hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "false"})
+    off = {"action": "set", "key": "memory.enabled", "value": "false"}
+    memory_hub.call("/v1/admin/config", off)
     code, out, _ = amux(home, "memory", "show", "a.md")
     assert (code, out["error"]["code"]) == (4, "memory_disabled")
 

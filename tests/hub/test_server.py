@@ -10,19 +10,9 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from tests.hubproc import Caller, HubProcess
-
-
-@pytest.fixture
-def hub(short_home: Path) -> Iterator[HubProcess]:
-    process = HubProcess(short_home)
-    yield process
-    process.stop()
 
 
 def test_ready_line_files_and_modes(hub: HubProcess) -> None:
