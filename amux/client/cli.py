@@ -54,6 +54,9 @@ def _parser() -> Parser:
     forget.add_argument("--expected-revision", required=True, help="the revision you read")
     export = commands.add_parser("export", help="write one whole document to stdout")
     export.add_argument("path")
+    edit = commands.add_parser("edit", help="edit a document in $VISUAL/$EDITOR, then save "
+                               "it conditionally (for people)")
+    edit.add_argument("path")
     return parser
 
 
@@ -72,26 +75,39 @@ def _read_content(file: str | None) -> str:
         raise ClientError("not_utf8", f"content is not UTF-8 at byte {exc.start}") from None
 
 
-def _export(client: HubClient, path: str) -> bytes:
-    """Page through the whole document; refuse if its revision changes between pages."""
+def read_whole(client: HubClient, path: str) -> tuple[str, str] | None:
+    """The whole document and its revision, paged; None when it does not exist.
+
+    Refuses (`revision_conflict`) if the revision changes between pages, so the text
+    is always one version of the document.
+    """
     pages: list[str] = []
     offset = None
     revision = None
     while True:
         page = client.call("/v1/memory/get", {"path": path, "offset": offset})
         if not page["exists"]:
-            raise ClientError("not_found", f"{path} does not exist")
+            if revision is None:
+                return None
+            page["revision"] = "absent"
         if revision is not None and page["revision"] != revision:
             raise ClientError(
                 "revision_conflict",
-                f"{path} changed while it was being exported; nothing was written, try again",
+                f"{path} changed while it was being read; nothing was written, try again",
                 {"current_revision": page["revision"]},
             )
         revision = page["revision"]
         pages.append(page["content"])
         if not page["truncated"]:
-            return "".join(pages).encode("utf-8")
+            return "".join(pages), revision
         offset = page["next_offset"]
+
+
+def _export(client: HubClient, path: str) -> bytes:
+    whole = read_whole(client, path)
+    if whole is None:
+        raise ClientError("not_found", f"{path} does not exist")
+    return whole[0].encode("utf-8")
 
 
 def _run(args: argparse.Namespace) -> Any:
@@ -117,6 +133,10 @@ def _run(args: argparse.Namespace) -> Any:
             return client.call("/v1/memory/forget", {
                 "path": args.path, "expected_revision": args.expected_revision,
             })
+        if args.command == "edit":
+            from amux.client.edit import edit
+
+            return edit(client, args.path)
         return _export(client, args.path)
 
 

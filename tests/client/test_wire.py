@@ -22,7 +22,9 @@ def test_exit_codes_match_the_error_table() -> None:
 def test_client_imports_only_the_standard_library() -> None:
     """`python3 -I -S`: no site-packages at all; the client must import only stdlib and amux."""
     code = (
-        "import sys; sys.path.insert(0, sys.argv[1]); import amux.client.cli; "
+        "import sys, pkgutil, importlib; sys.path.insert(0, sys.argv[1]); import amux.client; "
+        "[importlib.import_module('amux.client.' + m.name) "
+        "for m in pkgutil.iter_modules(amux.client.__path__)]; "
         "names = {m.split('.')[0] for m in sys.modules}; "
         "print(sorted(n for n in names if n not in sys.stdlib_module_names "
         "and n not in ('amux', '__main__')))"
