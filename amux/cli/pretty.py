@@ -26,6 +26,14 @@ def render(value: Any) -> None:
         if value["truncated"]:
             notes.append("more hits or documents were left out")
         console.print("; ".join(notes), style="dim")
+    elif isinstance(value, dict) and "documents" in value:
+        table = Table("path", "bytes", "revision", "modified")
+        for document in value["documents"]:
+            table.add_row(document["path"], str(document["bytes"]), document["revision"][:12],
+                          document["modified_at"])
+        console.print(table)
+        if value["truncated"]:
+            console.print("more documents exist: narrow the prefix or raise --limit", style="dim")
     elif isinstance(value, dict) and "content" in value and "exists" in value:
         if not value["exists"]:
             console.print(f"{value['path']}: no such document", style="yellow")

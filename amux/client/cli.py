@@ -54,6 +54,10 @@ def _parser() -> Parser:
     forget.add_argument("--expected-revision", required=True, help="the revision you read")
     export = commands.add_parser("export", help="write one whole document to stdout")
     export.add_argument("path")
+    listing = commands.add_parser("list", help="documents with size, revision and date "
+                                  "(for people)")
+    listing.add_argument("prefix", nargs="?", help="only under this folder")
+    listing.add_argument("--limit", type=int, help="at most this many, 1-1000 (default 100)")
     edit = commands.add_parser("edit", help="edit a document in $VISUAL/$EDITOR, then save "
                                "it conditionally (for people)")
     edit.add_argument("path")
@@ -133,6 +137,11 @@ def _run(args: argparse.Namespace) -> Any:
             return client.call("/v1/memory/forget", {
                 "path": args.path, "expected_revision": args.expected_revision,
             })
+        if args.command == "list":
+            body = {"path_prefix": args.prefix}
+            if args.limit is not None:
+                body["limit"] = args.limit
+            return client.call("/v1/memory/list", body)
         if args.command == "edit":
             from amux.client.edit import edit
 

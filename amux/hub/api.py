@@ -14,6 +14,8 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
     POST /v1/memory/get      {path, start_line?, end_line?, offset?}
     POST /v1/memory/upsert   {path, content, expected_revision}
     POST /v1/memory/forget   {path, expected_revision}
+    POST /v1/memory/list     {path_prefix?, limit?}  -> {documents: [{path, bytes,
+                             revision, modified_at}], truncated}     (for people)
     POST /v1/binding         {}  -> {principal, binding}   (what a launcher freezes)
     POST /v1/status          {}  -> hub status (SPEC Appendix A)
     POST /v1/admin/reload    {}  re-read config.toml                  owner only
@@ -49,6 +51,7 @@ _MEMORY_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "get": (frozenset({"path"}), frozenset({"start_line", "end_line", "offset"})),
     "upsert": (frozenset({"path", "content", "expected_revision"}), frozenset()),
     "forget": (frozenset({"path", "expected_revision"}), frozenset()),
+    "list": (frozenset(), frozenset({"path_prefix", "limit"})),
 }
 """Required and optional fields of each memory operation (SPEC Appendix A)."""
 
@@ -170,6 +173,8 @@ class HubApi:
             return self.store.upsert(
                 scope, body["path"], _text(body["content"]), body["expected_revision"]
             )
+        if operation == "list":
+            return self.store.list(scope, body.get("path_prefix"), body.get("limit"))
         return self.store.forget(scope, body["path"], body["expected_revision"])
 
     def _binding(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:

@@ -28,6 +28,9 @@ SCAN_MAX_DIR_ENTRIES = 4096
 HITS_PER_DOCUMENT = 3
 SNIPPET_MAX_BYTES = 240
 
+LIST_DEFAULT_LIMIT = 100
+"""`amux memory list` (for people): documents per answer unless asked otherwise."""
+
 RESPONSE_MAX_BYTES = 8 * KIB
 """Storage responses (search, get) count their compact JSON bytes against this."""
 

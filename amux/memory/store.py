@@ -23,7 +23,8 @@ from typing import Any
 
 from amux.memory import fs, quota, read, rootlock
 from amux.memory.cache import SearchCache
-from amux.memory.errors import InvalidArgument, NotUtf8, RevisionConflict
+from amux.memory.errors import InvalidArgument, InvalidPath, NotUtf8, RevisionConflict
+from amux.memory.limits import LIST_DEFAULT_LIMIT, SCAN_MAX_DIR_ENTRIES
 from amux.memory.paths import LogicalPath, validate_path, validate_prefix
 from amux.memory.quota import ScopeUsage
 from amux.memory.revision import ABSENT, RecentRevisions, check_expected, revision_of
@@ -135,6 +136,34 @@ class Store:
         data, st = found
         return read.page(logical.text, data, st.st_mtime, self.wall_clock(), start, end, off)
 
+    def list(self, scope: Scope, path_prefix: object = None, limit: object = None) -> (
+        dict[str, Any]
+    ):
+        """Documents under a prefix in path order, for people (`amux memory list`).
+
+        Bounded by `limit` (default 100, at most 1,000) and by the search walk's
+        directory-entry budget; `truncated` says more documents exist.
+        """
+        if path_prefix is not None and not isinstance(path_prefix, str):
+            raise InvalidArgument("path_prefix must be a string")
+        prefix = validate_prefix(path_prefix)
+        count = LIST_DEFAULT_LIMIT if limit is None else limit
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 1000:
+            raise InvalidArgument(f"limit must be an integer from 1 to 1000, got {limit!r}")
+        label = "/".join(prefix)
+        with self._scope_dir(scope, create=False) as scope_fd:
+            base = None
+            if scope_fd is not None:
+                try:
+                    base = fs.open_dirs(scope_fd, prefix, label)
+                except fs.FileInTheWay:
+                    base = None  # the prefix names a document, not a folder
+            with fs.opened(base):
+                if base is None:
+                    return {"documents": [], "truncated": False}
+                walk = fs.TreeWalk(base, label + "/" if prefix else "", SCAN_MAX_DIR_ENTRIES)
+                return _listing(walk, count)
+
     def usage(self, scope: Scope) -> ScopeUsage:
         """Count the scope's documents and bytes now."""
         with self._scope_dir(scope, create=False) as scope_fd:
@@ -239,6 +268,25 @@ class Store:
         usage = _count(scope_fd)
         self._usage[scope.binding] = (usage, now)
         return usage
+
+
+def _listing(walk: fs.TreeWalk, count: int) -> dict[str, Any]:
+    documents: list[dict[str, Any]] = []
+    truncated = False
+    for found in walk:
+        if len(documents) == count:
+            truncated = True
+            break
+        try:
+            found_data = fs.read_at(found.dir_fd, found.name, found.path)
+        except InvalidPath:
+            continue  # became a symlink or a directory since listing
+        if found_data is None:
+            continue
+        data, st = found_data
+        documents.append({"path": found.path, "bytes": len(data), "revision": revision_of(data),
+                          "modified_at": read.rfc3339(st.st_mtime)})
+    return {"documents": documents, "truncated": truncated or walk.stopped_early}
 
 
 def _count(scope_fd: int | None) -> ScopeUsage:

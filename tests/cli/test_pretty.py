@@ -18,6 +18,8 @@ def test_pretty_views(memory_hub: HubProcess) -> None:
     assert "1 files scanned" in shown
     code, page, _ = amux(memory_hub.home, "memory", "--pretty", "show", "projects/p/a.md")
     assert code == 0 and "use pytest always" in page and "lines 1-2 of 2" in page
+    code, listed, _ = amux(memory_hub.home, "memory", "--pretty", "list")
+    assert code == 0 and "projects/p/a.md" in listed and "revision" in listed
     code, error, _ = amux(memory_hub.home, "memory", "--pretty", "show", "../x.md")
     assert code == 2 and "invalid_path" in str(error)
 

@@ -70,3 +70,13 @@ def test_unreachable_hub_exits_4(tmp_path: Path) -> None:
     code, out, _ = amux(tmp_path, "memory", "show", "a.md",
                         env={"AMUX_HUB": f"unix:{tmp_path}/no.sock", "AMUX_TOKEN": "t"})
     assert (code, out["error"]["code"]) == (4, "hub_unreachable")
+
+
+def test_list_for_people(memory_hub: HubProcess) -> None:
+    home = memory_hub.home
+    for name in ("p/a.md", "p/b.md", "q.md"):
+        amux(home, "memory", "upsert", name, "--expected-revision", "absent", stdin="x\n")
+    code, listed, _ = amux(home, "memory", "list", "p")
+    assert code == 0 and [d["path"] for d in listed["documents"]] == ["p/a.md", "p/b.md"]
+    code, one, _ = amux(home, "memory", "list", "--limit", "1")
+    assert (len(one["documents"]), one["truncated"]) == (1, True)

@@ -162,3 +162,22 @@ def test_recent_revisions_never_vouch_for_other_bytes(memory_root: Path, scope: 
             store.upsert(scope, "a.md", "next\n", first["revision"])
         assert caught.value.current_revision == revision_of(b"hand\n")
         store.upsert(scope, "a.md", "next\n", revision_of(b"hand\n"))
+
+
+def test_list_is_bounded_and_ordered(store: Store, scope: Scope) -> None:
+    for name in ("b.md", "a/x.md", "a-z.md", "c/d/e.md"):
+        store.upsert(scope, name, name, ABSENT)
+    listing = store.list(scope)
+    assert [d["path"] for d in listing["documents"]] == ["a-z.md", "a/x.md", "b.md", "c/d/e.md"]
+    assert listing["truncated"] is False
+    first = listing["documents"][0]
+    assert (first["bytes"], first["revision"]) == (6, revision_of(b"a-z.md"))
+    assert first["modified_at"].endswith("Z")
+    two = store.list(scope, limit=2)
+    assert len(two["documents"]) == 2 and two["truncated"] is True
+    assert [d["path"] for d in store.list(scope, "c")["documents"]] == ["c/d/e.md"]
+    assert store.list(scope, "b.md")["documents"] == []  # a document is not a folder
+    assert store.list(scope, "missing")["documents"] == []
+    for bad in (0, 1001, "5", True):
+        with pytest.raises(InvalidArgument):
+            store.list(scope, limit=bad)
