@@ -26,6 +26,9 @@ DEFAULTS: dict[str, Value] = {
     "memory.enabled": False,
     "isolation.enabled": False,
     "listeners.shared_socket": "",
+    "listeners.tls_address": "",
+    "listeners.tls_cert": "",
+    "listeners.tls_key": "",
 }
 """Every settable key with its default (its type is the default's type); memory and
 isolation start off (SPEC §3); an empty shared socket path means no shared socket."""
@@ -44,9 +47,18 @@ class HubConfig:
     isolation_enabled: bool = False
     shared_socket: str = ""
     """Absolute path of the socket isolated runs reach, or "" for none (applies at start)."""
+    tls_address: str = ""
+    """`host:port` of the TLS listener for remote Runtimes, or "" for none."""
+    tls_cert: str = ""
+    tls_key: str = ""
 
 
 def _parse(key: str, value: str) -> Value:
+    if key == "listeners.tls_address":
+        host, colon, port = value.rpartition(":")
+        if value and (not colon or not host or not port.isdigit() or not 0 <= int(port) < 65536):
+            raise InvalidArgument(f"{key} takes host:port (or \"\" for none), got {value!r}")
+        return value
     if isinstance(DEFAULTS[key], str):
         if value and not value.startswith("/"):
             raise InvalidArgument(f"{key} takes an absolute path (or \"\" for none), got {value!r}")
@@ -115,4 +127,7 @@ class ConfigFile:
             memory_enabled=bool(self.get("memory.enabled")),
             isolation_enabled=bool(self.get("isolation.enabled")),
             shared_socket=str(self.get("listeners.shared_socket")),
+            tls_address=str(self.get("listeners.tls_address")),
+            tls_cert=str(self.get("listeners.tls_cert")),
+            tls_key=str(self.get("listeners.tls_key")),
         )

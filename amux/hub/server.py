@@ -15,7 +15,8 @@ path when that is too long for a Unix socket) and `hub.pid`; `credentials/owner.
 With `listeners.shared_socket` set, a second socket (mode 0666, in a directory
 created 0755) serves isolated runs: every request there still needs a token, and
 administration is refused there. Listener changes apply when the Hub restarts.
-Not built yet (issue 3): the TLS listener for remote Runtimes.
+With `listeners.tls_address` (plus `tls_cert`/`tls_key`), a TLS TCP listener
+serves remote Runtimes the same way (tokens required, no administration).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import threading
 from http import HTTPStatus
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, cast
 
 from amux import __version__
 from amux.hub.api import HubApi, Request
@@ -68,18 +69,21 @@ class _Handler(socketserver.StreamRequestHandler):
     are small JSON POSTs from known clients, so a strict minimal parser does.
     """
 
-    server: _UnixHTTPServer
     timeout = IDLE_SECONDS
+
+    @property
+    def hub(self) -> _Serving:
+        return cast(_Serving, self.server)
 
     def setup(self) -> None:
         super().setup()
-        self.server.track(self.connection, add=True)
+        self.hub.track(self.connection, add=True)
 
     def finish(self) -> None:
         try:
             super().finish()
         finally:
-            self.server.track(self.connection, add=False)
+            self.hub.track(self.connection, add=False)
 
     def handle(self) -> None:
         try:
@@ -131,8 +135,8 @@ class _Handler(socketserver.StreamRequestHandler):
         auth = headers.get("authorization", "")
         token = auth[7:] if auth.startswith("Bearer ") else None
         request = Request(method, path, body, token, headers.get("x-amux-binding"),
-                          self.server.owner_socket)
-        response = self.server.api.handle(request)
+                          self.hub.owner_socket)
+        response = self.hub.api.handle(request)
         log.debug("%s %s -> %d", method, path, response.status)  # never headers or bodies
         self._send(response.status, response.body, close=not keep_alive)
         return keep_alive
@@ -145,17 +149,18 @@ class _Handler(socketserver.StreamRequestHandler):
         self.wfile.write(head.encode("latin-1") + body)
 
 
-class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+class _Serving(socketserver.ThreadingMixIn):
+    """What every listener shares: one thread per connection, tracked for shutdown."""
+
     daemon_threads = False
     block_on_close = True  # server_close() waits for in-flight requests
     request_queue_size = 128  # the default 5 makes a burst of connects fail with EAGAIN
+    api: HubApi
+    owner_socket: bool
 
-    def __init__(self, path: Path, api: HubApi, *, owner_socket: bool) -> None:
-        self.api = api
-        self.owner_socket = owner_socket
+    def _start_tracking(self) -> None:
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
-        super().__init__(str(path), _Handler)
 
     def track(self, connection: socket.socket, *, add: bool) -> None:
         with self._connections_lock:
@@ -167,6 +172,44 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer
             for connection in list(self._connections):
                 with contextlib.suppress(OSError):  # already closed by the peer
                     connection.shutdown(socket.SHUT_RD)
+
+
+class _UnixHTTPServer(_Serving, socketserver.UnixStreamServer):
+    def __init__(self, path: Path, api: HubApi, *, owner_socket: bool) -> None:
+        self.api = api
+        self.owner_socket = owner_socket
+        self._start_tracking()
+        super().__init__(str(path), _Handler)
+
+
+class _TLSHTTPServer(_Serving, socketserver.TCPServer):
+    """The TCP listener for remote Runtimes: TLS only, token-authenticated, no admin."""
+
+    allow_reuse_address = True
+
+    def __init__(self, address: tuple[str, int], api: HubApi, cert: str, key: str) -> None:
+        import ssl
+
+        self.api = api
+        self.owner_socket = False
+        self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self._context.load_cert_chain(cert, key)
+        self._start_tracking()
+        super().__init__(address, _Handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = self.socket.accept()
+        connection.settimeout(IDLE_SECONDS)
+        try:
+            # The handshake happens on the handler thread's first read, not here, so a
+            # slow or hostile client cannot stall the accept loop.
+            wrapped = self._context.wrap_socket(
+                connection, server_side=True, do_handshake_on_connect=False
+            )
+            return wrapped, address
+        except Exception:
+            connection.close()
+            raise
 
 
 class Hub:
@@ -185,6 +228,7 @@ class Hub:
         self._stop = threading.Event()
         self._reload = threading.Event()
         self._shared_path: Path | None = None
+        self._tls_address: str | None = None
 
     def _ensure_owner(self, name: str) -> None:
         issued = self.registry.ensure_owner(name)
@@ -200,6 +244,8 @@ class Hub:
         listeners = [{"kind": "owner", "address": f"unix:{self.socket_path}"}]
         if self._shared_path is not None:
             listeners.append({"kind": "shared", "address": f"unix:{self._shared_path}"})
+        if self._tls_address is not None:
+            listeners.append({"kind": "tls", "address": self._tls_address})
         return {
             "running": True, "pid": os.getpid(), "address": f"unix:{self.socket_path}",
             "memory_root": str(self.store.root), "memory_enabled": config.memory_enabled,
@@ -222,12 +268,23 @@ class Hub:
         """Serve until SIGTERM/SIGINT; SIGHUP re-reads config. Cleans up however it ends."""
         self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.pid_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        servers = [self._listen(self.socket_path, owner=True)]
+        servers: list[_UnixHTTPServer | _TLSHTTPServer] = [
+            self._listen(self.socket_path, owner=True)
+        ]
         shared = self.api.config.shared_socket
         if shared:
             self._shared_path = Path(shared)
             self._shared_path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
             servers.append(self._listen(self._shared_path, owner=False))
+        config = self.api.config
+        if config.tls_address:
+            host, _, port = config.tls_address.rpartition(":")
+            if not (config.tls_cert and config.tls_key):
+                raise InvalidArgument("listeners.tls_address needs listeners.tls_cert and "
+                                      "listeners.tls_key")
+            tls = _TLSHTTPServer((host, int(port)), self.api, config.tls_cert, config.tls_key)
+            self._tls_address = f"https://{host}:{tls.server_address[1]}"
+            servers.append(tls)
         write_file_atomic(self.pid_path, f"{os.getpid()}\n".encode())
         previous = {sig: signal.signal(sig, self._on_signal)
                     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}

@@ -40,6 +40,9 @@ def test_set_get_and_keep_comments(tmp_path: Path) -> None:
     [
         ("memory.enable", "true", "unknown config key"),
         ("memory.enabled", "maybe", "takes true or false"),
+        ("listeners.tls_address", "localhost", "takes host:port"),
+        ("listeners.tls_address", "localhost:99999", "takes host:port"),
+        ("listeners.shared_socket", "relative/hub.sock", "absolute path"),
     ],
 )
 def test_bad_keys_and_values_are_refused(

@@ -125,3 +125,47 @@ def test_malformed_requests_get_a_clear_400(hub: HubProcess) -> None:
         assert b"Connection: close" in head
         assert json.loads(body)["error"]["code"] == "invalid_argument"
     assert hub.call("/v1/status", {})[0] == 200  # the Hub is unharmed
+
+
+def test_tls_listener_for_remote_runtimes(short_home: Path, tmp_path: Path) -> None:
+    cert, key = tmp_path / "hub.crt", tmp_path / "hub.key"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    first = HubProcess(short_home)
+    for name, value in (("tls_address", "127.0.0.1:0"), ("tls_cert", str(cert)),
+                        ("tls_key", str(key))):
+        status, _ = first.call("/v1/admin/config", {"action": "set", "key": f"listeners.{name}",
+                                                    "value": value})
+        assert status == 200, name
+    first.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "true"})
+    alice = first.call("/v1/admin/principals", {"action": "add", "name": "alice"})[1]["token"]
+    assert first.stop() == 0
+    hub = HubProcess(short_home)
+    try:
+        address = next(entry["address"] for entry in hub.status["listeners"]
+                       if entry["kind"] == "tls")
+        assert address.startswith("https://127.0.0.1:")
+        config = tmp_path / "remote.json"
+        config.write_text(json.dumps({"version": 1, "hub": address, "token": alice,
+                                      "ca_file": str(cert)}))
+        config.chmod(0o600)
+        environment = {**os.environ, "AMUX_MEMORY_CONFIG": str(config)}
+        done = subprocess.run([sys.executable, "-m", "amux.client.cli", "upsert", "r.md",
+                               "--expected-revision", "absent"], input="remote\n",
+                              capture_output=True, text=True, env=environment, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["created"] is True
+        admin = subprocess.run([sys.executable, "-m", "amux", "principal", "list"],
+                               capture_output=True, text=True, timeout=60,
+                               env={**environment, "AMUX_MEMORY_CONFIG": str(config)})
+        assert json.loads(admin.stdout)["error"]["code"] == "forbidden"
+        untrusted = tmp_path / "untrusted.json"
+        untrusted.write_text(json.dumps({"version": 1, "hub": address, "token": alice}))
+        untrusted.chmod(0o600)
+        refused = subprocess.run([sys.executable, "-m", "amux.client.cli", "show", "r.md"],
+                                 capture_output=True, text=True, timeout=60,
+                                 env={**os.environ, "AMUX_MEMORY_CONFIG": str(untrusted)})
+        assert json.loads(refused.stdout)["error"]["code"] == "hub_unreachable"  # cert checked
+    finally:
+        assert hub.stop() == 0
