@@ -10,6 +10,7 @@ is ever persisted: the Markdown files stay the only truth.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -20,6 +21,11 @@ from amux.memory.revision import revision_of
 
 StatKey = tuple[int, int, int, int]
 """(inode, size, mtime ns, ctime ns) of a document when it was read."""
+
+
+def stat_key(st: os.stat_result) -> StatKey:
+    """The key a cached document is validated by on every search."""
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 _MEMO_MAX_ENTRIES = 64
 
 

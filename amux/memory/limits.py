@@ -30,6 +30,7 @@ SNIPPET_MAX_BYTES = 240
 
 LIST_DEFAULT_LIMIT = 100
 """`amux memory list` (for people): documents per answer unless asked otherwise."""
+LIST_MAX_LIMIT = 1000
 
 RESPONSE_MAX_BYTES = 8 * KIB
 """Storage responses (search, get) count their compact JSON bytes against this."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from amux.memory import fs
-from amux.memory.cache import CachedDocument, SearchCache, TermMatch
+from amux.memory.cache import CachedDocument, SearchCache, TermMatch, stat_key
 from amux.memory.errors import InvalidArgument, InvalidPath
 from amux.memory.limits import (
     HITS_PER_DOCUMENT,
@@ -84,14 +84,14 @@ def parse_query(query: object) -> Query:
     return Query(tuple(terms), tuple(folded))
 
 
-def check_limit(limit: object) -> int:
-    """The number of documents to return: default 5, 1–20."""
+def check_limit(
+    limit: object, default: int = SEARCH_DEFAULT_LIMIT, maximum: int = SEARCH_MAX_LIMIT
+) -> int:
+    """The number of documents to return: `default` when None, else 1 to `maximum`."""
     if limit is None:
-        return SEARCH_DEFAULT_LIMIT
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= SEARCH_MAX_LIMIT:
-        raise InvalidArgument(
-            f"limit must be an integer from 1 to {SEARCH_MAX_LIMIT}, got {limit!r}"
-        )
+        return default
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= maximum:
+        raise InvalidArgument(f"limit must be an integer from 1 to {maximum}, got {limit!r}")
     return limit
 
 
@@ -173,7 +173,7 @@ class _Scanner:
                     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             except FileNotFoundError:
                 return True
-            if document.key != (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns):
+            if document.key != stat_key(st):
                 document = None
         if document is None:
             try:
@@ -183,8 +183,8 @@ class _Scanner:
             if read is None:
                 return True
             raw, fst = read
-            fresh = (fst.st_ino, fst.st_size, fst.st_mtime_ns, fst.st_ctime_ns)
-            document = CachedDocument(fresh, raw, raw.lower(), path.encode("utf-8").lower())
+            document = CachedDocument(stat_key(fst), raw, raw.lower(),
+                                      path.encode("utf-8").lower())
             if fs.settled(fst, self.now_ns):
                 self.cache.put(self.scope_key, path, document)
         if self.scanned_bytes + len(document.raw) > SCAN_MAX_BYTES:

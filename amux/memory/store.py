@@ -24,7 +24,7 @@ from typing import Any
 from amux.memory import fs, quota, read, rootlock
 from amux.memory.cache import SearchCache
 from amux.memory.errors import InvalidArgument, InvalidPath, NotUtf8, RevisionConflict
-from amux.memory.limits import LIST_DEFAULT_LIMIT, SCAN_MAX_DIR_ENTRIES
+from amux.memory.limits import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, SCAN_MAX_DIR_ENTRIES
 from amux.memory.paths import LogicalPath, validate_path, validate_prefix
 from amux.memory.quota import ScopeUsage
 from amux.memory.revision import ABSENT, RecentRevisions, check_expected, revision_of
@@ -109,9 +109,7 @@ class Store:
     ) -> dict[str, Any]:
         """Literal search; see `amux.memory.search`."""
         parsed = parse_query(query)
-        if path_prefix is not None and not isinstance(path_prefix, str):
-            raise InvalidArgument("path_prefix must be a string")
-        prefix = validate_prefix(path_prefix)
+        prefix = _prefix(path_prefix)
         count = check_limit(limit)
         with self._scope_dir(scope, create=False) as scope_fd:
             if scope_fd is None:
@@ -144,12 +142,8 @@ class Store:
         Bounded by `limit` (default 100, at most 1,000) and by the search walk's
         directory-entry budget; `truncated` says more documents exist.
         """
-        if path_prefix is not None and not isinstance(path_prefix, str):
-            raise InvalidArgument("path_prefix must be a string")
-        prefix = validate_prefix(path_prefix)
-        count = LIST_DEFAULT_LIMIT if limit is None else limit
-        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= 1000:
-            raise InvalidArgument(f"limit must be an integer from 1 to 1000, got {limit!r}")
+        prefix = _prefix(path_prefix)
+        count = check_limit(limit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)
         label = "/".join(prefix)
         with self._scope_dir(scope, create=False) as scope_fd:
             base = None
@@ -301,6 +295,13 @@ def _count(scope_fd: int | None) -> ScopeUsage:
         usage.documents += 1
         usage.bytes += size
     return usage
+
+
+def _prefix(path_prefix: object) -> tuple[str, ...]:
+    """Segments of a `path_prefix` argument (None or "" = the whole scope)."""
+    if path_prefix is not None and not isinstance(path_prefix, str):
+        raise InvalidArgument("path_prefix must be a string")
+    return validate_prefix(path_prefix)
 
 
 def _existing_parent(scope_fd: int, logical: LogicalPath) -> int | None:
