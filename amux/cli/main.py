@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
         from amux.cli.pretty import render
         from amux.client.cli import main as memory
 
-        return _local_hub_error(args[1:]) or memory(args[1:], pretty=render)
+        return _local_hub_error("amux memory", args[1:]) or memory(args[1:], pretty=render)
     if args[:1] == ["hub"]:
         from amux.cli.hub import main as hub
 
@@ -29,11 +29,11 @@ def main(argv: list[str] | None = None) -> int:
     if args[:2] == ["system", "config"]:
         from amux.cli.admin import config_main
 
-        return _local_hub_error(args[2:]) or config_main(args[2:])
+        return _local_hub_error("amux system config", args[2:]) or config_main(args[2:])
     if args[:1] == ["principal"]:
         from amux.cli.admin import principal_main
 
-        return _local_hub_error(args[1:]) or principal_main(args[1:])
+        return _local_hub_error("amux principal", args[1:]) or principal_main(args[1:])
     parser = argparse.ArgumentParser(
         prog="amux",
         description="amux memory: shared, file-based long-term memory for coding agents.",
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _local_hub_error(argv: list[str]) -> int:
+def _local_hub_error(prog: str, argv: list[str]) -> int:
     """Start the local Hub on demand; 0 when there is one, else the reported error's exit.
 
     Only the installed `amux` does this, and only for the local default: never when
@@ -71,7 +71,7 @@ def _local_hub_error(argv: list[str]) -> int:
     try:
         control.start(home)
     except ClientError as error:
-        return report("amux memory", error)
+        return report(prog, error)
     return 0
 
 
