@@ -13,6 +13,9 @@ from amux.client.transport import HubClient
 from amux.client.wire import ClientError
 from tests.hubproc import HubProcess
 
+LOAD_SECONDS = 20.0
+"""How long 16 clients mix reads and conditional writes (issue 3 asks for 20 s)."""
+
 
 def _enable(hub: HubProcess) -> Connection:
     hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "true"})
@@ -83,14 +86,17 @@ def test_concurrent_clients_lose_no_update(short_home: Path) -> None:
         lock = threading.Lock()
         latencies: list[float] = []
         failures: list[str] = []
-        deadline = time.monotonic() + 4.0
+        reads = 0
+        deadline = time.monotonic() + LOAD_SECONDS
 
         def client_loop(index: int) -> None:
+            nonlocal reads
             path = counters[index % len(counters)]
             with HubClient(connection) as client:
                 while time.monotonic() < deadline:
                     started = time.perf_counter()
                     try:
+                        client.call("/v1/memory/search", {"query": "counter"})
                         page = client.call("/v1/memory/get", {"path": path})
                         client.call("/v1/memory/upsert", {
                             "path": path, "content": str(int(page["content"]) + 1),
@@ -101,6 +107,7 @@ def test_concurrent_clients_lose_no_update(short_home: Path) -> None:
                             failures.append(f"{error.code}: {error.message}")
                         continue
                     with lock:
+                        reads += 2
                         done[path] += 1
                         latencies.append(time.perf_counter() - started)
 
@@ -117,7 +124,8 @@ def test_concurrent_clients_lose_no_update(short_home: Path) -> None:
         assert sum(done.values()) > 50
         latencies.sort()
         p99 = latencies[int(len(latencies) * 0.99) - 1]
-        print(f"\n16 clients: {len(latencies)} increments, median "
+        print(f"\n16 clients, {LOAD_SECONDS:.0f} s: {len(latencies)} increments "
+              f"(search + get + conditional upsert), {reads} reads; median "
               f"{statistics.median(latencies) * 1e3:.1f} ms, p99 {p99 * 1e3:.1f} ms")
     finally:
         hub.stop()

@@ -146,6 +146,8 @@ def test_tls_listener_for_remote_runtimes(short_home: Path, tmp_path: Path) -> N
         address = next(entry["address"] for entry in hub.status["listeners"]
                        if entry["kind"] == "tls")
         assert address.startswith("https://127.0.0.1:")
+        # A client that connects and never says hello holds up nobody.
+        stalled = socket.create_connection(("127.0.0.1", int(address.rsplit(":", 1)[1])))
         config = tmp_path / "remote.json"
         config.write_text(json.dumps({"version": 1, "hub": address, "token": alice,
                                       "ca_file": str(cert)}))
@@ -167,5 +169,6 @@ def test_tls_listener_for_remote_runtimes(short_home: Path, tmp_path: Path) -> N
                                  capture_output=True, text=True, timeout=60,
                                  env={**os.environ, "AMUX_MEMORY_CONFIG": str(untrusted)})
         assert json.loads(refused.stdout)["error"]["code"] == "hub_unreachable"  # cert checked
+        stalled.close()
     finally:
         assert hub.stop() == 0
