@@ -18,7 +18,6 @@ import asyncio
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -46,8 +45,9 @@ def _pick_documents(scope_dir: Path) -> tuple[str, list[str]]:
 
 
 def _amux() -> list[str]:
-    script = shutil.which("amux")
-    return [script] if script else [sys.executable, "-m", "amux"]
+    """The `amux` installed next to this interpreter (a venv's own, not a PATH shim)."""
+    script = Path(sys.executable).parent / "amux"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "amux"]
 
 
 async def _drive(socket_path: str, requests: list[bytes], seconds: float) -> int:

@@ -6,7 +6,9 @@ installed command passes instead, and it is imported only when `--pretty` is use
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # imported on every `amux memory` call: no `typing` at run time
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def render(value: Any) -> None:

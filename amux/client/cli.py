@@ -11,12 +11,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
-from typing import Any, NoReturn
 
 from amux.client.connection import find_connection
 from amux.client.transport import HubClient
 from amux.client.wire import ClientError, encode
+
+TYPE_CHECKING = False  # `typing` is not imported at run time: see connection.py
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, NoReturn
+
+    Render = Callable[[Any], None]
+    """Shows a result to a person (`--pretty`); the installed `amux` passes a rich one."""
 
 
 class Parser(argparse.ArgumentParser):
@@ -147,10 +153,6 @@ def _run(args: argparse.Namespace) -> Any:
 
             return edit(client, args.path)
         return _export(client, args.path)
-
-
-Render = Callable[[Any], None]
-"""Shows a result to a person (`--pretty`); the installed `amux` passes a rich one."""
 
 
 def _indented(value: Any) -> None:

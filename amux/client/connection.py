@@ -11,31 +11,41 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Mapping
-from dataclasses import dataclass
-from pathlib import Path
 
-from amux.client.home import amux_home
 from amux.client.wire import ClientError
 
+TYPE_CHECKING = False  # `typing` costs an agent's every call a few ms; mypy reads this block
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
-@dataclass(frozen=True)
+
 class Connection:
-    """Where the Hub is and how to authenticate, with where that came from."""
+    """Where the Hub is and how to authenticate, with where that came from.
 
-    hub: str
-    token: str | None
-    binding: str | None
-    ca_file: str | None
-    source: str
+    A plain class, not a dataclass: `dataclasses` imports `inspect`, ~10 ms of
+    every CLI call's start.
+    """
+
+    __slots__ = ("binding", "ca_file", "hub", "source", "token")
+
+    def __init__(self, hub: str, token: str | None, binding: str | None, ca_file: str | None,
+                 source: str) -> None:
+        self.hub = hub
+        self.token = token
+        self.binding = binding
+        self.ca_file = ca_file
+        self.source = source
+
+    def __repr__(self) -> str:  # never the token
+        return f"Connection(hub={self.hub!r}, source={self.source!r})"
 
     @property
     def is_local_default(self) -> bool:
         return self.source == "local default"
 
 
-def owner_config_path(home: Path) -> Path:
-    return home / "credentials" / "owner.json"
+def owner_config_path(home: str | os.PathLike[str]) -> str:
+    return os.path.join(home, "credentials", "owner.json")
 
 
 def _check_hub(hub: object, where: str) -> str:
@@ -48,11 +58,12 @@ def _check_hub(hub: object, where: str) -> str:
     )
 
 
-def read_config(path: Path, source: str, binding: str | None) -> Connection:
+def read_config(path: str | os.PathLike[str], source: str, binding: str | None) -> Connection:
     """Load and check a connection-config file (version 1, 0600)."""
     try:
-        mode = path.stat().st_mode
-        data = json.loads(path.read_text(encoding="utf-8"))
+        mode = os.stat(path).st_mode
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
     except FileNotFoundError:
         raise ClientError("hub_unreachable", f"no connection config at {path} ({source})") from None
     except (OSError, ValueError) as exc:
@@ -83,14 +94,16 @@ def find_connection(env: Mapping[str, str] = os.environ) -> Connection:
     binding = env.get("AMUX_MEMORY_BINDING") or None
     configured = env.get("AMUX_MEMORY_CONFIG")
     if configured:
-        return read_config(Path(configured), "AMUX_MEMORY_CONFIG", binding)
+        return read_config(configured, "AMUX_MEMORY_CONFIG", binding)
     hub = env.get("AMUX_HUB")
     if hub:
         token = env.get("AMUX_TOKEN") or None
         return Connection(_check_hub(hub, "AMUX_HUB"), token, binding, None, "AMUX_HUB")
-    home = amux_home(env)
+    from amux.client.home import home_dir
+
+    home = home_dir(env)
     path = owner_config_path(home)
-    if not path.exists():
+    if not os.path.exists(path):
         raise ClientError(
             "hub_unreachable",
             f"no Hub configured: set AMUX_MEMORY_CONFIG or AMUX_HUB, or start one with "

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from pathlib import Path
 
 
 def _user_home(env: Mapping[str, str]) -> str:
@@ -23,14 +26,24 @@ def _user_home(env: Mapping[str, str]) -> str:
     return pwd.getpwuid(os.getuid()).pw_dir
 
 
-def amux_home(env: Mapping[str, str] = os.environ) -> Path:
-    """The AMUX_HOME directory for this process's environment."""
+def home_dir(env: Mapping[str, str] = os.environ) -> str:
+    """The AMUX_HOME directory for this process's environment, as a string.
+
+    Strings, not `pathlib`, on the CLI's path: importing pathlib costs every call ~6 ms.
+    """
     explicit = env.get("AMUX_HOME", "")
     if explicit:
-        return Path(explicit)
+        return explicit
     xdg = env.get("XDG_DATA_HOME", "")
     if os.path.isabs(xdg):
-        return Path(xdg) / "amux"
+        return os.path.join(xdg, "amux")
     if sys.platform == "darwin":
-        return Path(_user_home(env)) / "Library" / "Application Support" / "amux"
-    return Path(_user_home(env)) / ".local" / "share" / "amux"
+        return os.path.join(_user_home(env), "Library", "Application Support", "amux")
+    return os.path.join(_user_home(env), ".local", "share", "amux")
+
+
+def amux_home(env: Mapping[str, str] = os.environ) -> Path:
+    """`home_dir` as a Path, for the installed amux (which imports pathlib anyway)."""
+    from pathlib import Path
+
+    return Path(home_dir(env))

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import socket
-from typing import Any
 
 from amux.client.connection import Connection
 from amux.client.wire import ClientError, encode
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TIMEOUT_SECONDS = 30.0
 _MAX_HEADER_BYTES = 64 * 1024

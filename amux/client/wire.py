@@ -8,7 +8,10 @@ The client imports only the standard library, so it cannot use
 from __future__ import annotations
 
 import json
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` is not imported at run time: see connection.py
+if TYPE_CHECKING:
+    from typing import Any
 
 EXIT_CODES: dict[str, int] = {
     "invalid_argument": 2,

@@ -30,7 +30,7 @@ READY_TIMEOUT = 20.0
 
 def _owner_connection(home: Path) -> Connection | None:
     path = owner_config_path(home)
-    if not path.exists():
+    if not os.path.exists(path):
         return None
     return read_config(path, "local default", None)
 

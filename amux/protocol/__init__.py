@@ -1,0 +1,1 @@
+"""The fixed memory protocol (SPEC §5): one reviewed text file, rendered per channel."""

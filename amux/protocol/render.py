@@ -1,0 +1,58 @@
+"""Render `protocol.md` for a memory channel: the MCP tools or the `amux memory` CLI.
+
+The text lives in `protocol.md` next to this module so people can review it as
+prose; this module only fills its {words} from the table at the file's end. A
+rendering depends on nothing but the file and the channel, so the same version
+renders byte for byte the same in every session (a native session's prompt
+prefix never changes because of us).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib.resources import files
+from typing import Literal
+
+Channel = Literal["mcp", "cli"]
+CHANNELS: tuple[Channel, ...] = ("mcp", "cli")
+MAX_CHARS = 1500
+
+_COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
+_WORD = re.compile(r"\{(\w+)\}")
+
+
+@cache
+def _source() -> tuple[str, str, dict[str, dict[str, str]]]:
+    """(version, template, words per channel) parsed from protocol.md."""
+    raw = files("amux.protocol").joinpath("protocol.md").read_text(encoding="utf-8")
+    head, _, table = _COMMENT.sub("", raw, count=1).partition("\n---\n")
+    version_line, _, template = head.partition("\n")
+    key, _, version = version_line.partition(":")
+    if key.strip() != "version" or not version.strip().isdigit():
+        raise ValueError("protocol.md must start with 'version: N'")
+    words: dict[str, dict[str, str]] = {channel: {} for channel in CHANNELS}
+    rows = [line for line in table.splitlines() if line.startswith("|")]
+    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    for row in rows[2:]:
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        for channel in CHANNELS:
+            words[channel][cells[0]] = cells[header.index(channel)]
+    return version.strip(), template.strip() + "\n", words
+
+
+def version() -> str:
+    return _source()[0]
+
+
+def render(channel: Channel) -> str:
+    """The protocol text for `channel`; raises if the file leaves a word unfilled."""
+    number, template, words = _source()
+    values = {"version": number, **words[channel]}
+
+    def fill(match: re.Match[str]) -> str:
+        if match.group(1) not in values:
+            raise ValueError(f"protocol.md: no {channel} value for {{{match.group(1)}}}")
+        return values[match.group(1)]
+
+    return _WORD.sub(fill, template)
