@@ -1,9 +1,9 @@
 """Entry point of the `amux` console script: a thin dispatcher with lazy imports.
 
 `amux memory …` goes straight to the standard-library client so it starts as fast
-as the client alone. Built so far: `amux memory`, `amux hub serve`, `amux system
-config`, `amux principal`. The rest of SPEC §3's command surface (hub
-start|stop|status|reload, run, sessions) is issue 3 onwards.
+as the client alone. Built so far: `amux memory` (with `mcp`), `amux protocol
+show`, `amux hub`, `amux system config`, `amux principal`; `amux run` and
+`amux sessions` arrive with the launcher.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
         from amux.cli.pretty import render
         from amux.client.cli import main as memory
 
+        if args[1:2] == ["mcp"]:  # the MCP server never starts a Hub (SPEC §3)
+            return memory(args[1:])
         return _local_hub_error("amux memory", args[1:]) or memory(args[1:], pretty=render)
     if args[:1] == ["hub"]:
         from amux.cli.hub import main as hub
@@ -30,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
         from amux.cli.admin import config_main
 
         return _local_hub_error("amux system config", args[2:]) or config_main(args[2:])
+    if args[:2] == ["protocol", "show"]:
+        return _protocol_show(args[2:])
     if args[:1] == ["principal"]:
         from amux.cli.admin import principal_main
 
@@ -38,13 +42,31 @@ def main(argv: list[str] | None = None) -> int:
         prog="amux",
         description="amux memory: shared, file-based long-term memory for coding agents.",
         epilog="commands: `amux memory search|show|upsert|forget|export` (talk to the Hub); "
-        "`amux hub serve [HOME]` (run the Hub in the foreground); "
+        "`amux memory mcp` (the stdio MCP server); `amux protocol show [--mcp|--cli]`; "
+        "`amux hub serve|start|stop|status|reload`; "
         "`amux system config get|set`, `amux principal add|alias|token|revoke|delegate|list` "
         "(owner only).",
     )
     parser.add_argument("--version", action="version", version=f"amux {__version__}")
     parser.parse_args(args)
     parser.print_help()
+    return 0
+
+
+def _protocol_show(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="amux protocol show",
+        description="Print the fixed memory protocol that `amux run` merges into an agent's "
+        "instructions (amux/protocol/protocol.md), rendered for one memory channel.")
+    channel = parser.add_mutually_exclusive_group()
+    channel.add_argument("--mcp", dest="channel", action="store_const", const="mcp",
+                         help="the rendering naming the MCP tools (the default)")
+    channel.add_argument("--cli", dest="channel", action="store_const", const="cli",
+                         help="the rendering naming `amux memory` commands")
+    args = parser.parse_args(argv)
+    from amux.protocol.render import render
+
+    sys.stdout.write(render(args.channel or "mcp"))
     return 0
 
 

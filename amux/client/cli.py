@@ -67,6 +67,8 @@ def _parser() -> Parser:
     edit = commands.add_parser("edit", help="edit a document in $VISUAL/$EDITOR, then save "
                                "it conditionally (for people)")
     edit.add_argument("path")
+    commands.add_parser("mcp", help="serve the amux MCP tools on stdin/stdout (for agents; "
+                        "never starts a Hub)")
     return parser
 
 
@@ -190,6 +192,10 @@ def report(prog: str, error: ClientError, render: Render | None = None) -> int:
 
 
 def main(argv: list[str] | None = None, pretty: Render = _indented) -> int:
+    if (sys.argv[1:] if argv is None else argv) == ["mcp"]:
+        from amux.client.mcp import main as serve_mcp
+
+        return serve_mcp()
     return run("amux memory", _parser(), argv, _run, pretty)
 
 
