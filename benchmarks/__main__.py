@@ -23,6 +23,7 @@ from amux.memory.fs import SETTLE_NS
 from benchmarks import (
     corpus,
     hub_bench,
+    mcp_bench,
     recall,
     report,
     search_bench,
@@ -47,12 +48,14 @@ class Repetitions:
     interpreter: int
     hub_runs: int
     hub_seconds: float
+    mcp_calls: int
+    mcp_starts: int
 
 
 FULL = Repetitions(cold=25, warm=51, rotations=31, rg=25, writes=401, interpreter=10,
-                   hub_runs=15, hub_seconds=3.0)
+                   hub_runs=15, hub_seconds=3.0, mcp_calls=200, mcp_starts=15)
 QUICK = Repetitions(cold=3, warm=5, rotations=3, rg=3, writes=10, interpreter=3,
-                    hub_runs=3, hub_seconds=0.5)
+                    hub_runs=3, hub_seconds=0.5, mcp_calls=5, mcp_starts=2)
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -162,9 +165,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         eight = next(q for q in references if q.shape == "8 terms")
         _progress(f"hub and CLI: {reps.hub_runs} process runs, {reps.hub_seconds:g} s load")
         rg_eight = search_bench.rg_argv(rg, eight, scope_dir, threads=None) if rg else None
-        hub = hub_bench.bench_hub(workdir, scope_dir, eight.query, rg_eight,
-                                  reps.hub_runs, reps.hub_seconds)
-        mark = phase("hub", mark)
+        with hub_bench.running_hub(workdir) as (connection, env):
+            hub = hub_bench.bench_hub(connection, env, scope_dir, eight.query, rg_eight,
+                                      reps.hub_runs, reps.hub_seconds)
+            mark = phase("hub", mark)
+            _progress(f"MCP: {reps.mcp_calls} calls per operation, {reps.mcp_starts} starts")
+            mcp = mcp_bench.bench_mcp(connection, env, scope_dir, eight.query,
+                                      reps.mcp_calls, reps.mcp_starts)
+            mark = phase("mcp", mark)
 
         _progress("interpreter start")
         interpreter = timing.interpreter_start(reps.interpreter)
@@ -180,6 +188,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "recall": recall_report,
             "writes": writes,
             "hub": hub,
+            "mcp": mcp,
             "interpreter_start": interpreter,
         }
         result["targets"] = report.targets(result)

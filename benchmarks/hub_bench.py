@@ -15,12 +15,14 @@ floor measured in the same run:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +46,7 @@ def _pick_documents(scope_dir: Path) -> tuple[str, list[str]]:
     return read, writes
 
 
-def _amux() -> list[str]:
+def amux_command() -> list[str]:
     """The `amux` installed next to this interpreter (a venv's own, not a PATH shim)."""
     script = Path(sys.executable).parent / "amux"
     return [str(script)] if script.exists() else [sys.executable, "-m", "amux"]
@@ -111,9 +113,10 @@ def _throughput(connection: Connection, seconds: float, read: str, writes: list[
     return sum(asyncio.run(all_connections())) / seconds
 
 
-def bench_hub(home: Path, scope_dir: Path, query: str, rg_argv: list[str] | None,
-              runs: int, seconds: float) -> dict[str, Any]:
-    """Start a Hub on `home` (its memory root holds the corpus), measure, stop it."""
+@contextlib.contextmanager
+def running_hub(home: Path) -> Iterator[tuple[Connection, dict[str, str]]]:
+    """A Hub on `home` (its memory root holds the corpus), memory on: its owner's
+    connection and the environment a CLI needs to reach it."""
     hub = subprocess.Popen([sys.executable, "-m", "amux.hub.server", str(home)],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
@@ -121,38 +124,44 @@ def bench_hub(home: Path, scope_dir: Path, query: str, rg_argv: list[str] | None
         status = json.loads(hub.stdout.readline())
         owner = json.loads((home / "credentials" / "owner.json").read_text())
         connection = Connection(status["address"], owner["token"], None, None, "benchmark")
-        read, writes = _pick_documents(scope_dir)
         with HubClient(connection) as client:
             client.call("/v1/admin/config",
                         {"action": "set", "key": "memory.enabled", "value": "true"})
-            client.call("/v1/memory/search", {"query": query})  # warm the Hub's cache
-        env = {"AMUX_HUB": status["address"], "AMUX_TOKEN": owner["token"]}
-        cli = _amux()
-        show = [*cli, "memory", "show", read]
-        search = [*cli, "memory", "search", *query.split()]
-        floor = [sys.executable, "-c", "pass"]
-        samples: dict[str, list[float]] = {"show": [], "python": [], "search": [], "rg": []}
-        for _ in range(runs):  # interleaved, so noise hits every command alike
-            for name, argv in (("show", show), ("python", floor), ("search", search),
-                               ("rg", rg_argv)):
-                if argv is None:
-                    continue
-                seconds_taken, done = _run(argv, env)
-                if done.returncode != 0:
-                    raise RuntimeError(f"{argv[:4]} failed: {done.stderr[-300:]!r}")
-                samples[name].append(seconds_taken)
-        result: dict[str, Any] = {name: timing.summarize(values)
-                                  for name, values in samples.items() if values}
-        result["get_per_s"] = round(_throughput(connection, seconds, read, writes, write=False))
-        result["upsert_per_s"] = round(_throughput(connection, seconds, read, writes, write=True))
-        result["read_document"] = read
-        result["threads"] = THREADS
-        result["seconds"] = seconds
-        result["query"] = query
-        return result
+        yield connection, {"AMUX_HUB": status["address"], "AMUX_TOKEN": owner["token"]}
     finally:
         hub.terminate()
         hub.communicate(timeout=30)
+
+
+def bench_hub(connection: Connection, env: dict[str, str], scope_dir: Path, query: str,
+              rg_argv: list[str] | None, runs: int, seconds: float) -> dict[str, Any]:
+    """The CLI against its floors, then the Hub's rates (module docstring)."""
+    read, writes = _pick_documents(scope_dir)
+    with HubClient(connection) as client:
+        client.call("/v1/memory/search", {"query": query})  # warm the Hub's cache
+    cli = amux_command()
+    show = [*cli, "memory", "show", read]
+    search = [*cli, "memory", "search", *query.split()]
+    floor = [sys.executable, "-c", "pass"]
+    samples: dict[str, list[float]] = {"show": [], "python": [], "search": [], "rg": []}
+    for _ in range(runs):  # interleaved, so noise hits every command alike
+        for name, argv in (("show", show), ("python", floor), ("search", search),
+                           ("rg", rg_argv)):
+            if argv is None:
+                continue
+            seconds_taken, done = _run(argv, env)
+            if done.returncode != 0:
+                raise RuntimeError(f"{argv[:4]} failed: {done.stderr[-300:]!r}")
+            samples[name].append(seconds_taken)
+    result: dict[str, Any] = {name: timing.summarize(values)
+                              for name, values in samples.items() if values}
+    result["get_per_s"] = round(_throughput(connection, seconds, read, writes, write=False))
+    result["upsert_per_s"] = round(_throughput(connection, seconds, read, writes, write=True))
+    result["read_document"] = read
+    result["threads"] = THREADS
+    result["seconds"] = seconds
+    result["query"] = query
+    return result
 
 
 def _run(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:

@@ -31,13 +31,14 @@ def percentile(samples: Sequence[float], fraction: float) -> float:
 
 
 def summarize(samples: Sequence[float]) -> dict[str, Any]:
-    """p50/p90/mean/min/max in milliseconds of samples taken in seconds (raw kept too)."""
+    """p50/p90/p99/mean/min/max in milliseconds of samples taken in seconds (raw kept too)."""
     if not samples:
         return {"n": 0}
     return {
         "n": len(samples),
         "p50_ms": round(statistics.median(samples) * 1000, 3),
         "p90_ms": round(percentile(samples, 0.9) * 1000, 3),
+        "p99_ms": round(percentile(samples, 0.99) * 1000, 3),
         "mean_ms": round(statistics.fmean(samples) * 1000, 3),
         "min_ms": round(min(samples) * 1000, 3),
         "max_ms": round(max(samples) * 1000, 3),
@@ -119,6 +120,14 @@ def load_average() -> list[float]:
 
 
 def rg_binary() -> str | None:
+    """The `rg` the bench extra installed next to this interpreter, else one on PATH.
+
+    Next to the interpreter first: on PATH there may be a version-manager shim (a
+    shell script that execs the real binary), whose start-up would flatter us.
+    """
+    beside = Path(sys.executable).parent / "rg"
+    if beside.exists():
+        return str(beside)
     return shutil.which("rg")
 
 
