@@ -11,7 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from amux.client.cli import Parser, run
+from amux.client.args import strict_parser
+from amux.client.cli import run
 from amux.client.connection import find_connection
 from amux.client.transport import HubClient
 
@@ -22,22 +23,22 @@ def _call(path: str, body: dict[str, Any]) -> Any:
 
 
 def config_main(argv: list[str]) -> int:
-    parser = Parser(prog="amux system config", description="Read or change Hub configuration "
-                    "(memory.enabled, isolation.enabled). Owner only.")
-    commands = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
+    parser = strict_parser(prog="amux system config", description="Read or change Hub "
+                           "configuration (memory.enabled, isolation.enabled). Owner only.")
+    commands = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
     get = commands.add_parser("get", help="print a key's effective value")
     get.add_argument("key")
     put = commands.add_parser("set", help="set a key (true/false); applies at once")
     put.add_argument("key")
     put.add_argument("value")
-    return run("amux system config", parser, argv,
+    return run("amux system config", parser.parse_args, argv,
                lambda args: _call("/v1/admin/config", vars(args)))
 
 
 def principal_main(argv: list[str]) -> int:
-    parser = Parser(prog="amux principal", description="Manage who may use this Hub's memory. "
-                    "Owner only; changes apply at once.")
-    commands = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
+    parser = strict_parser(prog="amux principal", description="Manage who may use this Hub's "
+                           "memory. Owner only; changes apply at once.")
+    commands = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
     add = commands.add_parser("add", help="a new principal (its id is NAME) and its first token")
     add.add_argument("name")
     alias = commands.add_parser("alias", help="another login name sharing NAME's memory")
@@ -62,4 +63,4 @@ def principal_main(argv: list[str]) -> int:
                 if value is not None and value is not False}
         return _call("/v1/admin/principals", body)
 
-    return run("amux principal", parser, argv, act)
+    return run("amux principal", parser.parse_args, argv, act)

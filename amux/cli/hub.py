@@ -5,14 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from amux.client.cli import Parser, run
+from amux.client.args import strict_parser
+from amux.client.cli import run
 from amux.client.home import amux_home
 
 
 def main(argv: list[str]) -> int:
-    parser = Parser(prog="amux hub", description="Run and control the Hub that owns "
-                    "<AMUX_HOME>/memory (AMUX_HOME defaults to the platform data dir).")
-    commands = parser.add_subparsers(dest="action", required=True, parser_class=Parser)
+    parser = strict_parser(prog="amux hub", description="Run and control the Hub that owns "
+                           "<AMUX_HOME>/memory (AMUX_HOME defaults to the platform data dir).")
+    commands = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
     serve = commands.add_parser("serve", help="run the Hub in the foreground until SIGTERM")
     serve.add_argument("home", nargs="?", help="AMUX_HOME to serve (default: $AMUX_HOME)")
     commands.add_parser("start", help="start the Hub in the background; returns when ready")
@@ -29,7 +30,7 @@ def main(argv: list[str]) -> int:
         except ClientError as error:
             return report("amux hub", error)
         return serve_main([args.home or str(amux_home())])
-    return run("amux hub", parser, argv, _act)
+    return run("amux hub", parser.parse_args, argv, _act)
 
 
 def _act(args: Any) -> Any:

@@ -8,7 +8,6 @@ show`, `amux hub`, `amux system config`, `amux principal`; `amux run` and
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
@@ -38,6 +37,8 @@ def main(argv: list[str] | None = None) -> int:
         from amux.cli.admin import principal_main
 
         return _local_hub_error("amux principal", args[1:]) or principal_main(args[1:])
+    import argparse  # only for `amux --help` and friends: memory calls never pay for it
+
     parser = argparse.ArgumentParser(
         prog="amux",
         description="amux memory: shared, file-based long-term memory for coding agents.",
@@ -54,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _protocol_show(argv: list[str]) -> int:
+    import argparse
+
     parser = argparse.ArgumentParser(
         prog="amux protocol show",
         description="Print the fixed memory protocol that `amux run` merges into an agent's "

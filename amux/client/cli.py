@@ -8,10 +8,10 @@ and exits with its code's exit status. Standard library only, like the rest of
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
+from amux.client.args import Arg, Command, Parser
 from amux.client.connection import find_connection
 from amux.client.transport import HubClient
 from amux.client.wire import ClientError, encode
@@ -19,57 +19,49 @@ from amux.client.wire import ClientError, encode
 TYPE_CHECKING = False  # `typing` is not imported at run time: see connection.py
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from typing import Any, NoReturn
+    from typing import Any
 
     Render = Callable[[Any], None]
     """Shows a result to a person (`--pretty`); the installed `amux` passes a rich one."""
 
 
-class Parser(argparse.ArgumentParser):
-    """Usage errors are `invalid_argument` (exit 2) in the Appendix A shape too."""
+COMMANDS: dict[str, Command] = {
+    "search": Command(
+        "literal search over your memory scope",
+        Arg("terms", "1-16 literal terms", nargs="+", metavar="TERM"),
+        Arg("--prefix", "only documents under this folder (whole segments)"),
+        Arg("--limit", "documents to return, 1-20 (default 5)", type=int)),
+    "show": Command(
+        "one bounded page of a document",
+        Arg("path"),
+        Arg("--start-line", "1-based first line", type=int, default=0),
+        Arg("--end-line", "1-based last line (inclusive)", type=int, default=0),
+        Arg("--offset", "continue at next_offset of a truncated page", type=int)),
+    "upsert": Command(
+        "create or replace a whole document",
+        Arg("path"),
+        Arg("--expected-revision", "the revision you read, or 'absent' to create",
+            required=True),
+        Arg("--file", "read UTF-8 Markdown from this file (default: stdin)")),
+    "forget": Command(
+        "delete one document",
+        Arg("path"),
+        Arg("--expected-revision", "the revision you read", required=True)),
+    "export": Command("write one whole document to stdout", Arg("path")),
+    "list": Command(
+        "documents with size, revision and date (for people)",
+        Arg("prefix", "only under this folder", nargs="?"),
+        Arg("--limit", "at most this many, 1-1000 (default 100)", type=int)),
+    "edit": Command("edit a document in $VISUAL/$EDITOR, then save it conditionally "
+                    "(for people)", Arg("path")),
+    "mcp": Command("serve the amux MCP tools on stdin/stdout (for agents; never starts a Hub)"),
+}
 
-    def error(self, message: str) -> NoReturn:
-        raise ClientError("invalid_argument", f"{self.prog}: {message}")
-
-
-def _parser() -> Parser:
-    parser = Parser(
-        prog="amux memory",
-        description="Search, read and change amux memory through the Hub. Output is JSON "
-        "(Appendix A of the SPEC); errors are JSON on stdout plus one line on stderr.",
-    )
-    parser.add_argument("--pretty", action="store_true", help="indented output for people")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                     parser_class=Parser)
-    search = commands.add_parser("search", help="literal search over your memory scope")
-    search.add_argument("terms", nargs="+", metavar="TERM", help="1-16 literal terms")
-    search.add_argument("--prefix", help="only documents under this folder (whole segments)")
-    search.add_argument("--limit", type=int, help="documents to return, 1-20 (default 5)")
-    show = commands.add_parser("show", help="one bounded page of a document")
-    show.add_argument("path")
-    show.add_argument("--start-line", type=int, default=0, help="1-based first line")
-    show.add_argument("--end-line", type=int, default=0, help="1-based last line (inclusive)")
-    show.add_argument("--offset", type=int, help="continue at next_offset of a truncated page")
-    upsert = commands.add_parser("upsert", help="create or replace a whole document")
-    upsert.add_argument("path")
-    upsert.add_argument("--expected-revision", required=True,
-                        help="the revision you read, or 'absent' to create")
-    upsert.add_argument("--file", help="read UTF-8 Markdown from this file (default: stdin)")
-    forget = commands.add_parser("forget", help="delete one document")
-    forget.add_argument("path")
-    forget.add_argument("--expected-revision", required=True, help="the revision you read")
-    export = commands.add_parser("export", help="write one whole document to stdout")
-    export.add_argument("path")
-    listing = commands.add_parser("list", help="documents with size, revision and date "
-                                  "(for people)")
-    listing.add_argument("prefix", nargs="?", help="only under this folder")
-    listing.add_argument("--limit", type=int, help="at most this many, 1-1000 (default 100)")
-    edit = commands.add_parser("edit", help="edit a document in $VISUAL/$EDITOR, then save "
-                               "it conditionally (for people)")
-    edit.add_argument("path")
-    commands.add_parser("mcp", help="serve the amux MCP tools on stdin/stdout (for agents; "
-                        "never starts a Hub)")
-    return parser
+PARSER = Parser(
+    "amux memory",
+    "Search, read and change amux memory through the Hub. Output is JSON (Appendix A of "
+    "the SPEC); errors are JSON on stdout plus one line on stderr.",
+    COMMANDS, {"--pretty": "indented output for people"})
 
 
 def _read_content(file: str | None) -> str:
@@ -122,7 +114,7 @@ def _export(client: HubClient, path: str) -> bytes:
     return whole[0].encode("utf-8")
 
 
-def _run(args: argparse.Namespace) -> Any:
+def _run(args: Any) -> Any:
     with HubClient(find_connection()) as client:
         if args.command == "search":
             body: dict[str, Any] = {"query": " ".join(args.terms)}
@@ -171,12 +163,12 @@ def _emit(value: Any, render: Render | None) -> None:
     sys.stdout.flush()
 
 
-def run(prog: str, parser: argparse.ArgumentParser, argv: list[str] | None,
-        action: Callable[[argparse.Namespace], Any], pretty: Render = _indented) -> int:
+def run(prog: str, parse: Callable[[list[str]], Any], argv: list[str],
+        action: Callable[[Any], Any], pretty: Render = _indented) -> int:
     """Parse, act, print the result; an error is JSON on stdout plus one stderr line."""
     render: Render | None = None
     try:
-        args = parser.parse_args(argv)
+        args = parse(argv)
         render = pretty if getattr(args, "pretty", False) else None
         _emit(action(args), render)
         return 0
@@ -196,7 +188,8 @@ def main(argv: list[str] | None = None, pretty: Render = _indented) -> int:
         from amux.client.mcp import main as serve_mcp
 
         return serve_mcp()
-    return run("amux memory", _parser(), argv, _run, pretty)
+    arguments = sys.argv[1:] if argv is None else argv
+    return run("amux memory", PARSER.parse, arguments, _run, pretty)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,156 @@
+"""Command-line arguments for the client: one table, a quick parser and argparse.
+
+An agent calls `amux memory …` dozens of times a session, and argparse costs each
+call ~4 ms (its import, plus a gettext lookup per parser it builds). So commands
+are declared once as data (`Command`, `Arg`); `quick_parse` handles the plain,
+well-formed calls agents make, and anything else (help, abbreviations, errors)
+goes to the argparse parser built from the same table, which gives the usual
+help and messages. `quick_parse` accepts nothing that argparse would refuse.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from amux.client.wire import ClientError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+    from typing import Any, NoReturn
+
+
+class Arg:
+    """One argument: a positional `name` or an option `--name`, as argparse takes it."""
+
+    __slots__ = ("default", "help", "metavar", "name", "nargs", "required", "type")
+
+    def __init__(self, name: str, help: str | None = None, *,
+                 type: Callable[[str], Any] = str,
+                 default: Any = None, required: bool = False, nargs: str | None = None,
+                 metavar: str | None = None) -> None:
+        self.name = name
+        self.help = help
+        self.type = type
+        self.default = default
+        self.required = required
+        self.nargs = nargs
+        self.metavar = metavar
+
+    @property
+    def option(self) -> bool:
+        return self.name.startswith("--")
+
+    @property
+    def dest(self) -> str:
+        return self.name.lstrip("-").replace("-", "_")
+
+
+class Command:
+    __slots__ = ("args", "help")
+
+    def __init__(self, help: str, *args: Arg) -> None:
+        self.help = help
+        self.args = args
+
+
+def quick_parse(commands: dict[str, Command], flags: tuple[str, ...],
+                argv: list[str]) -> SimpleNamespace | None:
+    """The arguments of a plain call, or None to let argparse decide (and explain)."""
+    values: dict[str, Any] = {flag.lstrip("-"): False for flag in flags}
+    position = 0
+    while position < len(argv) and argv[position] in flags:
+        values[argv[position].lstrip("-")] = True
+        position += 1
+    if position == len(argv) or argv[position] not in commands:
+        return None
+    name = argv[position]
+    command = commands[name]
+    options = {arg.name: arg for arg in command.args if arg.option}
+    positionals = [arg for arg in command.args if not arg.option]
+    values.update({arg.dest: arg.default for arg in command.args})
+    words: list[str] = []
+    rest = argv[position + 1:]
+    index = 0
+    try:
+        while index < len(rest):
+            token = rest[index]
+            index += 1
+            if not token.startswith("-") or token == "-":
+                words.append(token)
+                continue
+            key, equals, value = token.partition("=")
+            arg = options.get(key)
+            if arg is None:
+                return None  # help, an abbreviation, `--`, a typo: argparse knows
+            if not equals:
+                if index == len(rest) or rest[index].startswith("-"):
+                    return None
+                value = rest[index]
+                index += 1
+            values[arg.dest] = arg.type(value)
+        for arg in positionals:
+            if arg.nargs == "+":
+                if not words:
+                    return None
+                values[arg.dest], words = words, []
+            elif words:
+                values[arg.dest] = words.pop(0)
+            elif arg.nargs != "?":
+                return None
+    except ValueError:
+        return None
+    if words or any(arg.required and values[arg.dest] is None for arg in options.values()):
+        return None
+    return SimpleNamespace(command=name, **values)
+
+
+class Parser:
+    """Builds the argparse parser for the same table; usage errors are `invalid_argument`."""
+
+    def __init__(self, prog: str, description: str, commands: dict[str, Command],
+                 flags: dict[str, str]) -> None:
+        self.prog = prog
+        self.description = description
+        self.commands = commands
+        self.flags = flags
+
+    def parse(self, argv: list[str]) -> Any:
+        quick = quick_parse(self.commands, tuple(self.flags), argv)
+        return quick if quick is not None else self.argparse(argv).parse_args(argv)
+
+    def argparse(self, argv: list[str]) -> argparse.ArgumentParser:
+        """The full parser; for a known command only that command's subparser."""
+        parser = strict_parser(prog=self.prog, description=self.description)
+        for flag, help_text in self.flags.items():
+            parser.add_argument(flag, action="store_true", help=help_text)
+        subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                           parser_class=type(parser))
+        named = next((arg for arg in argv if not arg.startswith("-")), None)
+        for name, command in self.commands.items():
+            if named in self.commands and name != named:
+                continue
+            sub = subparsers.add_parser(name, help=command.help)
+            for arg in command.args:
+                extra: dict[str, Any] = {"help": arg.help, "type": arg.type,
+                                         "default": arg.default}
+                if arg.nargs:
+                    extra["nargs"] = arg.nargs
+                if arg.metavar:
+                    extra["metavar"] = arg.metavar
+                if arg.option:
+                    extra["required"] = arg.required
+                sub.add_argument(arg.name, **extra)
+        return parser
+
+
+def strict_parser(**kwargs: Any) -> argparse.ArgumentParser:
+    """An argparse parser whose usage errors raise `ClientError("invalid_argument")`."""
+    import argparse
+
+    class StrictParser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            raise ClientError("invalid_argument", f"{self.prog}: {message}")
+
+    return StrictParser(**kwargs)

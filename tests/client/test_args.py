@@ -1,0 +1,47 @@
+"""The quick parser never disagrees with argparse built from the same table."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from amux.client.args import quick_parse
+from amux.client.cli import COMMANDS, PARSER
+from amux.client.wire import ClientError
+
+TOKENS = st.sampled_from([
+    "search", "show", "upsert", "forget", "export", "list", "edit", "mcp", "--pretty",
+    "--prefix", "--limit", "--start-line", "--end-line", "--offset", "--expected-revision",
+    "--file", "--pre", "--limit=3", "--offset=x", "--", "-", "-h", "--help", "a.md",
+    "notes/x.md", "3", "-1", "0", "absent", "部署", "x=y", "--limit=", "",
+])
+
+
+def argparse_result(argv: list[str]) -> dict[str, Any] | None:
+    try:
+        return vars(PARSER.argparse(argv).parse_args(argv))
+    except (ClientError, SystemExit):
+        return None
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(TOKENS, max_size=7))
+def test_quick_parse_accepts_only_what_argparse_accepts_alike(argv: list[str]) -> None:
+    quick = quick_parse(COMMANDS, ("--pretty",), argv)
+    if quick is not None:
+        assert vars(quick) == argparse_result(argv), argv
+
+
+@pytest.mark.parametrize("argv", [
+    ["search", "部署", "blue", "--limit", "3"],
+    ["--pretty", "show", "MEMORY.md", "--start-line=2"],
+    ["upsert", "a.md", "--expected-revision", "absent", "--file", "f.md"],
+    ["forget", "a.md", "--expected-revision", "abc"],
+    ["list"], ["list", "projects", "--limit", "10"], ["export", "a.md"],
+])
+def test_plain_agent_calls_take_the_quick_path(argv: list[str]) -> None:
+    quick = quick_parse(COMMANDS, ("--pretty",), argv)
+    assert quick is not None and vars(quick) == argparse_result(argv)
