@@ -73,13 +73,17 @@ def quick_parse(commands: dict[str, Command], flags: tuple[str, ...],
     words: list[str] = []
     rest = argv[position + 1:]
     index = 0
+    split = False  # an option came after the first positional word
     try:
         while index < len(rest):
             token = rest[index]
             index += 1
             if not token.startswith("-") or token == "-":
+                if split:
+                    return None  # positionals on both sides of an option: argparse decides
                 words.append(token)
                 continue
+            split = bool(words)
             key, equals, value = token.partition("=")
             arg = options.get(key)
             if arg is None:

@@ -27,7 +27,7 @@ def argparse_result(argv: list[str]) -> dict[str, Any] | None:
         return None
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=4000, deadline=None)
 @given(st.lists(TOKENS, max_size=7))
 def test_quick_parse_accepts_only_what_argparse_accepts_alike(argv: list[str]) -> None:
     quick = quick_parse(COMMANDS, ("--pretty",), argv)
@@ -43,5 +43,11 @@ def test_quick_parse_accepts_only_what_argparse_accepts_alike(argv: list[str]) -
     ["list"], ["list", "projects", "--limit", "10"], ["export", "a.md"],
 ])
 def test_plain_agent_calls_take_the_quick_path(argv: list[str]) -> None:
+    quick = quick_parse(COMMANDS, ("--pretty",), argv)
+    assert quick is not None and vars(quick) == argparse_result(argv)
+
+
+def test_options_before_the_words_stay_quick() -> None:
+    argv = ["search", "--limit", "3", "a", "b"]
     quick = quick_parse(COMMANDS, ("--pretty",), argv)
     assert quick is not None and vars(quick) == argparse_result(argv)
