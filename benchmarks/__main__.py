@@ -23,6 +23,7 @@ from amux.memory.fs import SETTLE_NS
 from benchmarks import (
     corpus,
     hub_bench,
+    launch_bench,
     mcp_bench,
     recall,
     report,
@@ -50,12 +51,15 @@ class Repetitions:
     hub_seconds: float
     mcp_calls: int
     mcp_starts: int
+    launches: int
 
 
 FULL = Repetitions(cold=25, warm=51, rotations=31, rg=25, writes=401, interpreter=10,
-                   hub_runs=15, hub_seconds=3.0, mcp_calls=200, mcp_starts=15)
+                   hub_runs=15, hub_seconds=3.0, mcp_calls=200, mcp_starts=15,
+                   launches=15)
 QUICK = Repetitions(cold=3, warm=5, rotations=3, rg=3, writes=10, interpreter=3,
-                    hub_runs=3, hub_seconds=0.5, mcp_calls=5, mcp_starts=2)
+                    hub_runs=3, hub_seconds=0.5, mcp_calls=5, mcp_starts=2,
+                    launches=2)
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -173,6 +177,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             mcp = mcp_bench.bench_mcp(connection, env, scope_dir, eight.query,
                                       reps.mcp_calls, reps.mcp_starts)
             mark = phase("mcp", mark)
+            _progress(f"launch: {reps.launches} runs per way")
+            launch = launch_bench.bench_launch(workdir, reps.launches)
+            mark = phase("launch", mark)
 
         _progress("interpreter start")
         interpreter = timing.interpreter_start(reps.interpreter)
@@ -189,6 +196,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "writes": writes,
             "hub": hub,
             "mcp": mcp,
+            "launch": launch,
             "interpreter_start": interpreter,
         }
         result["targets"] = report.targets(result)

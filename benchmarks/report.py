@@ -18,6 +18,7 @@ GET_RATE_TARGET = 2000
 UPSERT_RATE_TARGET = 300
 MCP_OVERHEAD_TARGET_MS = 5.0
 MCP_START_TARGET_MS = 150.0
+LAUNCH_EXTRA_TARGET_MS = 150.0
 TARGET_SHAPES = ("8 terms", "8 terms, 4 absent")
 REFERENCE_RG_MS = 13.5
 """rg's time on the reference machine the issue's ms targets were set on (12–15 ms,
@@ -91,6 +92,8 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
         rows += _hub_targets(report["hub"])
     if "mcp" in report:
         rows += _mcp_targets(report["mcp"])
+    if "launch" in report:
+        rows += _launch_targets(report["launch"])
     return rows
 
 
@@ -252,6 +255,22 @@ def _mcp_targets(mcp: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _launch_targets(launch: dict[str, Any]) -> list[dict[str, Any]]:
+    extra = launch["amux run (memory)"]["p50_ms"] - launch["direct"]["p50_ms"]
+    return [{"target": f"`amux run` launch overhead (memory path) ≤ "
+                       f"{LAUNCH_EXTRA_TARGET_MS:g} ms median extra",
+             "measured": f"+{extra:.1f} ms ({launch['amux run (memory)']['p50_ms']:.1f} vs "
+                         f"{launch['direct']['p50_ms']:.1f} ms direct)",
+             "met": extra <= LAUNCH_EXTRA_TARGET_MS}]
+
+
+def launch_table(report: dict[str, Any], markdown: bool) -> str:
+    launch = report["launch"]
+    rows = [[name, _ms(launch[name])] for name in
+            ("direct", "amux run (memory)", "amux run (fallback)")]
+    return _table(["trivial agent", "p50/p90 ms"], rows, markdown, numeric=False)
+
+
 def mcp_table(report: dict[str, Any], markdown: bool) -> str:
     mcp = report["mcp"]
     rows = []
@@ -296,6 +315,7 @@ def text(report: dict[str, Any]) -> str:
         "CJK recall\n" + recall_table(report, False),
         "Hub and CLI\n" + hub_table(report, False),
         "MCP\n" + mcp_table(report, False),
+        "launch\n" + launch_table(report, False),
         "context\n" + context_table(report, False),
         "targets (derived rows: ms target × this run's rg p50 / "
         f"{REFERENCE_RG_MS:g}; information, not a verdict)\n" + targets_table(report, False),
@@ -378,6 +398,15 @@ def markdown(report: dict[str, Any]) -> str:
         f"reads the first page of `{report['mcp']['large_document']}`. Starts are new "
         "processes: initialize, initialized, tools/list, with the start-up capability "
         "check against the Hub.",
+        "",
+        "### Launch",
+        "",
+        launch_table(report, True),
+        "",
+        f"A trivial agent (`#!/bin/sh` + `exit 0`), {report['launch']['runs']} runs each way, "
+        "interleaved: directly, through `amux run` named `pi` (the memory path: binding "
+        "resolution, delegated token, run directory, session state, plan, supervision, "
+        "revocation and cleanup) and under another name (the fallback adapter).",
         "",
         "### Context",
         "",

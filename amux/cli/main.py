@@ -31,6 +31,14 @@ def main(argv: list[str] | None = None) -> int:
         from amux.cli.admin import config_main
 
         return _local_hub_error("amux system config", args[2:]) or config_main(args[2:])
+    if args[:1] == ["run"]:
+        from amux.cli.run import run_main
+
+        return run_main(args[1:])
+    if args[:1] == ["sessions"]:
+        from amux.cli.run import sessions_main
+
+        return sessions_main(args[1:])
     if args[:2] == ["protocol", "show"]:
         return _protocol_show(args[2:])
     if args[:1] == ["principal"]:
@@ -43,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         prog="amux",
         description="amux memory: shared, file-based long-term memory for coding agents.",
         epilog="commands: `amux memory search|show|upsert|forget|export` (talk to the Hub); "
+        "`amux run [--dry-run] [--resume ID] AGENT [-- ARGS]` (launch an agent with memory); "
+        "`amux sessions list|show`; "
         "`amux memory mcp` (the stdio MCP server); `amux protocol show [--mcp|--cli]`; "
         "`amux hub serve|start|stop|status|reload`; "
         "`amux system config get|set`, `amux principal add|alias|token|revoke|delegate|list` "

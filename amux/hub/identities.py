@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from amux.memory.durable import write_file_atomic
 from amux.memory.errors import BindingMismatch, InvalidArgument, Unauthenticated
-from amux.memory.fs import write_file_atomic
 from amux.memory.scope import PRINCIPAL_ID, Scope
 
 IDENTITIES_NAME = "identities.json"

@@ -38,8 +38,8 @@ from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
 from amux.hub.loop import EventLoop, Listener
 from amux.hub.paths import owner_socket_path, pid_path
+from amux.memory.durable import write_file_atomic
 from amux.memory.errors import AmuxError, InvalidArgument
-from amux.memory.fs import write_file_atomic
 from amux.memory.store import Store
 
 log = logging.getLogger("amux.hub")

@@ -4,8 +4,25 @@ Knows no socket, identity store or agent. Start at `store.Store`; scopes come fr
 `scope.resolve_scope`; every failure is an `errors.AmuxError` with a stable code.
 """
 
-from amux.memory.errors import AmuxError
-from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
-from amux.memory.store import Store
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from amux.memory.errors import AmuxError
+    from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
+    from amux.memory.store import Store
 
 __all__ = ["GLOBAL", "AmuxError", "Identity", "Scope", "Store", "resolve_scope"]
+
+_HOMES = {"AmuxError": "errors", "GLOBAL": "scope", "Identity": "scope", "Scope": "scope",
+          "resolve_scope": "scope", "Store": "store"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use: the launcher needs `amux.memory.fs`, not the whole store."""
+    if name not in _HOMES:
+        raise AttributeError(f"module 'amux.memory' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"amux.memory.{_HOMES[name]}"), name)

@@ -2,31 +2,26 @@
 
 Every path below the memory root is resolved one segment at a time with `openat`
 and `O_NOFOLLOW`, so a symlink anywhere on the way is refused at the moment of use
-rather than by a check-then-open that an attacker could race. Durable writes go
-through one helper (`write_atomic_at`): temp file in the target directory, fsync,
-rename over the target, fsync the directory. `write_file_atomic` offers the same
-for any other file amux writes (config, session state, materialized files).
+rather than by a check-then-open that an attacker could race. Durable writes
+go through `amux.memory.durable`.
 """
 
 from __future__ import annotations
 
 import errno
 import os
-import secrets
 import stat
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 
+from amux.memory.durable import TEMP_PREFIX
 from amux.memory.errors import InvalidPath
 from amux.memory.paths import segment_problem
 
-TEMP_PREFIX = ".amux-tmp-"
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 class FileInTheWay(InvalidPath):
@@ -114,42 +109,6 @@ def read_at(dir_fd: int, name: str, label: str) -> tuple[bytes, os.stat_result] 
         return data, st
     finally:
         os.close(fd)
-
-
-def write_atomic_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:
-    """Durably replace `name` in `dir_fd` with `data` (temp, fsync, rename, fsync dir)."""
-    temp = TEMP_PREFIX + secrets.token_hex(8)
-    fd = os.open(temp, _TEMP_FLAGS, mode, dir_fd=dir_fd)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        with suppress(FileNotFoundError):
-            os.unlink(temp, dir_fd=dir_fd)
-        raise
-    os.fsync(dir_fd)
-
-
-def unlink_at(dir_fd: int, name: str) -> None:
-    """Remove `name` from `dir_fd` and fsync the directory."""
-    os.unlink(name, dir_fd=dir_fd)
-    os.fsync(dir_fd)
-
-
-def write_file_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Temp-and-replace for any file amux writes outside the store (parents must exist)."""
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        write_atomic_at(dir_fd, path.name, data, mode)
-    finally:
-        os.close(dir_fd)
 
 
 def is_document_name(name: str) -> bool:

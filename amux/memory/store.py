@@ -21,7 +21,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from amux.memory import fs, quota, read, rootlock
+from amux.memory import durable, fs, quota, read, rootlock
 from amux.memory.cache import SearchCache
 from amux.memory.errors import InvalidArgument, InvalidPath, NotUtf8, RevisionConflict
 from amux.memory.limits import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, SCAN_MAX_DIR_ENTRIES
@@ -188,7 +188,7 @@ class Store:
                     parent = fs.open_dirs(scope_fd, logical.parents, logical.text, create=True)
                     assert parent is not None
                     stack.callback(os.close, parent)
-                fs.write_atomic_at(parent, logical.name, data)
+                durable.write_atomic_at(parent, logical.name, data)
             revision = revision_of(data)
             self._recent.remember((scope.binding, logical.text), data, revision)
             usage.bytes += len(data) - (0 if old is None else len(old))
@@ -209,7 +209,7 @@ class Store:
                 if parent is None or current is None:
                     return absent
                 self._check_revision(scope, logical, expected, current[0])
-                fs.unlink_at(parent, logical.name)
+                durable.unlink_at(parent, logical.name)
                 self._recent.remember((scope.binding, logical.text), None)
             cached = self._usage.get(scope.binding)
             if cached is not None:

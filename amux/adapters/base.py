@@ -1,0 +1,122 @@
+"""The one interface every agent adapter implements: a pure request → launch plan.
+
+An adapter knows one agent CLI: where its instruction channel is, how to turn its
+native memory off for one launch, how to register the memory tools, how it
+resumes its own sessions. It reads no files and starts nothing; the launcher
+resolves everything impure (the binding, the user's own instructions from the
+agent's config, the agent's version) and hands it over in `AgentRequest`, so a
+plan is a function of its inputs and the same inputs on resume give the same
+plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+Channel = Literal["mcp", "cli", "none"]
+MEMORY_TOOLS = ("memory_search", "memory_get", "memory_upsert", "memory_forget",
+                "result_continue")
+
+
+class ResumeFlagRefused(ValueError):
+    """The user passed the agent's own resume flag, which would bypass the frozen state."""
+
+
+@dataclass(frozen=True)
+class Memory:
+    """How this session reaches memory; None in a request means a session without memory."""
+
+    protocol: str
+    """The full frozen protocol text for the adapter's channel."""
+    mcp_command: tuple[str, ...]
+    """Starts the stdio MCP server (`amux memory mcp`)."""
+    env: dict[str, str]
+    """What the MCP server or the CLI needs to reach the Hub (AMUX_MEMORY_CONFIG, …)."""
+    bin_dir: str
+    """A directory holding only `amux`, put first on PATH for the CLI channel."""
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    executable: str
+    args: tuple[str, ...]
+    """The user's own arguments (after `--`), passed through except what the adapter merges."""
+    memory: Memory | None
+    user_instructions: str | None = None
+    """Instructions the user configured outside `args` (Codex: `developer_instructions`
+    from config.toml or the chosen profile), read by the launcher."""
+    frozen_instructions: str | None = None
+    """On resume: the merged text the session started with, reused byte for byte."""
+    agent_session: str | None = None
+    """The agent's own session reference: chosen up front, or the one to resume."""
+    resume: bool = False
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment variables set for this launch only."""
+    path: list[str] = field(default_factory=list)
+    """Directories put first on PATH for this launch."""
+    channel: Channel = "none"
+    instructions: str | None = None
+    """The merged instruction text the agent receives (frozen in the session state)."""
+    suppression: dict[str, Any] = field(default_factory=dict)
+    """The native-memory suppression applied (flags and environment), for the record."""
+    agent_session: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+class Adapter(Protocol):
+    name: str
+    channel: Channel
+    """The memory channel this agent gets when memory is on."""
+
+    def plan(self, request: AgentRequest) -> LaunchPlan:
+        """The launch plan; raises `ResumeFlagRefused` for the agent's own resume flags."""
+        ...
+
+    def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
+        """The agent session reference to choose up front for a new launch, if the agent
+        lets us choose it (else the launcher learns it after the run); `state_dir` is the
+        amux session's own directory."""
+        ...
+
+
+def merge_instructions(user: list[str], protocol: str | None) -> str | None:
+    """The user's own instructions first, unchanged, then the protocol; None if both absent."""
+    parts = [text for text in user if text]
+    if protocol:
+        parts.append(protocol)
+    return "\n\n".join(parts) if parts else None
+
+
+def take_option(args: tuple[str, ...], names: tuple[str, ...]) -> tuple[list[str], list[str]]:
+    """(remaining args, values of every `--name VALUE` / `--name=VALUE` occurrence)."""
+    rest: list[str] = []
+    values: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        name, equals, value = arg.partition("=")
+        if name in names and equals:
+            values.append(value)
+        elif arg in names and index + 1 < len(args):
+            values.append(args[index + 1])
+            index += 1
+        else:
+            rest.append(arg)
+        index += 1
+    return rest, values
+
+
+def refuse(args: tuple[str, ...], flags: tuple[str, ...], agent: str) -> None:
+    """Raise `ResumeFlagRefused` if any of the agent's own resume/session flags is present."""
+    for arg in args:
+        if arg.partition("=")[0] in flags:
+            raise ResumeFlagRefused(
+                f"{arg.partition('=')[0]} would resume a {agent} session behind amux's back "
+                "(its frozen memory binding and protocol would be lost); use "
+                "`amux run --resume AMUX_SESSION_ID` (see `amux sessions list`)")

@@ -1,0 +1,67 @@
+"""Claude Code (`claude`): protocol through `--append-system-prompt`, tools over MCP.
+
+- Every `--append-system-prompt` the user passed and the protocol become one
+  (the user's text first, unchanged).
+- `CLAUDE_CODE_DISABLE_AUTO_MEMORY=1` for this launch only: it removes Claude's
+  `# Memory` auto-memory section and stops sub-agent persistent memory.
+- The `amux` MCP server is added with its own `--mcp-config` (the user's
+  `--mcp-config` values stay), and only the memory tools are pre-allowed.
+- New sessions get `--session-id` (a UUID derived from the amux session id), so
+  resume is `--resume` with that id; the user's own `--resume`, `--continue`
+  and `--session-id` are refused.
+"""
+
+from __future__ import annotations
+
+import json
+
+from amux.adapters.base import (
+    MEMORY_TOOLS,
+    AgentRequest,
+    Channel,
+    LaunchPlan,
+    merge_instructions,
+    refuse,
+    take_option,
+)
+
+_NAMESPACE = "6f6d3b34-61d2-4c1e-9a49-8a7b0f3b9d01"
+DISABLE_AUTO_MEMORY = "CLAUDE_CODE_DISABLE_AUTO_MEMORY"
+
+
+class ClaudeAdapter:
+    name = "claude"
+    channel: Channel = "mcp"
+
+    def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
+        import uuid  # only for Claude launches
+
+        return str(uuid.uuid5(uuid.UUID(_NAMESPACE), session_id))
+
+    def plan(self, request: AgentRequest) -> LaunchPlan:
+        refuse(request.args, ("--resume", "-r", "--continue", "-c", "--session-id",
+                              "--fork-session"), "Claude Code")
+        args, appended = take_option(request.args, ("--append-system-prompt",))
+        memory = request.memory
+        if memory is None:  # the agent's own policy, untouched; only our session id added
+            argv = [request.executable, *self._session(request), *request.args]
+            return LaunchPlan(argv, agent_session=request.agent_session)
+        instructions = request.frozen_instructions or merge_instructions(
+            appended, memory.protocol)
+        server = {"type": "stdio", "command": memory.mcp_command[0],
+                  "args": list(memory.mcp_command[1:]), "env": dict(memory.env)}
+        mcp_config = json.dumps({"mcpServers": {"amux": server}}, sort_keys=True)
+        allowed = ",".join(f"mcp__amux__{tool}" for tool in MEMORY_TOOLS)
+        argv = [request.executable, *self._session(request),
+                f"--append-system-prompt={instructions}", f"--mcp-config={mcp_config}",
+                f"--allowedTools={allowed}", *args]
+        env = {DISABLE_AUTO_MEMORY: "1"}
+        return LaunchPlan(argv, env=env, channel="mcp", instructions=instructions,
+                          suppression={"env": env}, agent_session=request.agent_session)
+
+    @staticmethod
+    def _session(request: AgentRequest) -> list[str]:
+        if request.agent_session is None:
+            return []
+        flag = "--resume" if request.resume else "--session-id"
+        return [flag, request.agent_session]

@@ -1,0 +1,25 @@
+"""Any other agent: launched unchanged, with an explicit "no memory capability" report.
+
+No per-turn prompt injection, no wrappers: amux does not know this agent's
+instruction channel or its native memory, so it promises nothing about either.
+"""
+
+from __future__ import annotations
+
+import os
+
+from amux.adapters.base import AgentRequest, Channel, LaunchPlan
+
+
+class FallbackAdapter:
+    name = "fallback"
+    channel: Channel = "none"
+
+    def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
+        return None
+
+    def plan(self, request: AgentRequest) -> LaunchPlan:
+        agent = os.path.basename(request.executable)
+        return LaunchPlan([request.executable, *request.args], warnings=[
+            f"no memory capability for {agent}: amux knows no adapter for it, so it "
+            "launches unchanged (adapters: claude, codex, pi)"])

@@ -1,0 +1,91 @@
+"""`amux run` and `amux sessions` (SPEC §3, §6)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from amux.adapters.base import ResumeFlagRefused
+from amux.client.args import strict_parser
+from amux.client.cli import report, run
+from amux.client.home import amux_home
+from amux.client.wire import ClientError
+
+_DESCRIPTION = (
+    "Launch a coding agent with amux memory: the binding is resolved once and frozen for the "
+    "session, a short fixed protocol joins the agent's own instructions, and the agent's "
+    "native auto-memory is turned off for this launch. Adapters: claude, codex, pi; any other "
+    "command runs unchanged, without memory.")
+_EPILOG = (
+    "Everything after `--` goes to the agent unchanged, except what amux merges (e.g. "
+    "Claude's --append-system-prompt). The agent's own resume flags are refused: use "
+    "--resume with the amux session id from `amux sessions list`.")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = strict_parser(prog="amux run", description=_DESCRIPTION, epilog=_EPILOG,
+                           usage="amux run [--dry-run] [--resume ID] [--as-user USER] "
+                           "[AGENT] [-- ARGS...]")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the launch plan as JSON and start nothing")
+    parser.add_argument("--resume", metavar="ID", help="resume an amux session (its frozen "
+                        "binding, protocol and suppression are reused byte for byte)")
+    parser.add_argument("--as-user", metavar="USER",
+                        help="run the agent as another Unix user (isolated run)")
+    parser.add_argument("agent", nargs="?", help="claude, codex, pi, or any command")
+    return parser
+
+
+def run_main(argv: list[str]) -> int:
+    """Options before AGENT are amux's; everything after AGENT (and an optional `--`)
+    is the agent's, untouched by amux's own parsing."""
+    ours, agent_args = argv, []
+    for index, arg in enumerate(argv):
+        if arg == "--":
+            ours, agent_args = argv[:index], argv[index + 1:]
+            break
+        previous = argv[index - 1] if index else ""
+        if not arg.startswith("-") and previous not in ("--resume", "--as-user"):
+            ours, agent_args = argv[:index + 1], argv[index + 1:]
+            if agent_args[:1] == ["--"]:
+                agent_args = agent_args[1:]
+            break
+    try:
+        args = _parser().parse_args(ours)
+        if args.as_user:
+            raise ClientError("invalid_argument", "--as-user (isolated runs) is not built yet")
+        if (args.resume is None) == (args.agent is None):
+            raise ClientError("invalid_argument",
+                              "amux run: name an AGENT for a new session, or --resume ID")
+        from amux.launcher.run import RunRequest, launch
+
+        return launch(amux_home(), RunRequest(args.agent, agent_args, args.resume,
+                                              args.dry_run))
+    except ResumeFlagRefused as refused:
+        return report("amux run", ClientError("invalid_argument", str(refused)))
+    except ClientError as error:
+        return report("amux run", error)
+
+
+def sessions_main(argv: list[str]) -> int:
+    parser = strict_parser(prog="amux sessions",
+                           description="What each `amux run` session froze.")
+    commands = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
+    commands.add_parser("list", help="every session: id, agent, channel, binding")
+    show = commands.add_parser("show", help="one session's full start state, protocol and "
+                               "merged instructions included")
+    show.add_argument("id")
+    return run("amux sessions", parser.parse_args, argv, _sessions)
+
+
+def _sessions(args: Any) -> Any:
+    from amux.launcher import state
+    from amux.launcher.run import session_summary
+
+    home = amux_home()
+    if args.action == "list":
+        return {"sessions": [session_summary(s) for s in state.listing(home)]}
+    from dataclasses import asdict
+
+    return asdict(state.load(home, args.id))
+

@@ -1,0 +1,235 @@
+"""`amux run`: one launch of an agent with memory, from discovery to cleanup (SPEC §6).
+
+A new execution resolves the binding once (bounded; the local default Hub is
+started on demand), renders the protocol for the adapter's channel, lets the
+adapter plan the launch, writes the session start state, wires a delegated
+token into a run directory, supervises the agent (no exec), and cleans up
+however the agent ends. `--resume ID` replays the frozen state: the same
+binding, protocol, instructions and suppression, with a fresh token. Discovery
+failures are warnings and a session without memory; they never block the agent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from amux.adapters import ADAPTERS, for_agent
+from amux.adapters.base import Adapter, AgentRequest, LaunchPlan, Memory
+from amux.adapters.fallback import FallbackAdapter
+from amux.client.wire import ClientError
+from amux.launcher import agent_config, state, wiring
+from amux.memory.durable import write_file_atomic
+from amux.protocol import render
+
+VERSION_TIMEOUT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    agent: str | None
+    args: list[str]
+    resume: str | None = None
+    dry_run: bool = False
+
+
+@dataclass
+class Prepared:
+    """Everything decided before the agent starts."""
+
+    session: state.SessionState
+    plan: LaunchPlan
+    adapter: Adapter
+    binding: wiring.Binding | None
+    new: bool
+
+
+def _warn(message: str) -> None:
+    print(f"amux run: warning: {message}", file=sys.stderr, flush=True)
+
+
+def _executable(agent: str) -> str:
+    found = shutil.which(agent)
+    if found is None:
+        raise ClientError("invalid_argument", f"agent {agent!r} not found (not on PATH and "
+                          "not an executable path)")
+    return os.path.abspath(found) if os.sep in agent else found
+
+
+def _version(home: Path, adapter: Adapter, executable: str) -> str | None:
+    """`AGENT --version`, remembered per binary (path, size, mtime): a Node CLI takes
+    a few hundred ms to say it, and every launch records it."""
+    if isinstance(adapter, FallbackAdapter):
+        return None
+    real = os.path.realpath(executable)
+    try:
+        st = os.stat(real)
+    except OSError:
+        return None
+    key = f"{real}:{st.st_size}:{st.st_mtime_ns}"
+    cache_path = home / "cache" / "agent-versions.json"
+    try:
+        cache = json.loads(cache_path.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    if isinstance(cache, dict) and isinstance(cache.get(key), str):
+        return str(cache[key])
+    try:
+        done = subprocess.run([executable, "--version"], capture_output=True, text=True,
+                              timeout=VERSION_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    version = (done.stdout.strip().splitlines() or [""])[0]
+    if done.returncode != 0 or not version:
+        return None
+    cache = {k: v for k, v in (cache.items() if isinstance(cache, dict) else ())
+             if not k.startswith(f"{real}:")}
+    cache[key] = version
+    cache_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    write_file_atomic(cache_path, json.dumps(cache, indent=1).encode() + b"\n")
+    return version
+
+
+def _user_instructions(adapter: Adapter, args: list[str]) -> str | None:
+    if adapter.name == "codex":
+        return agent_config.codex_user_instructions(args, os.environ)
+    return None
+
+
+def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
+    """Resolve, plan and (unless dry-run) freeze; starts nothing but the Hub on demand."""
+    warnings: list[str] = []
+    if request.resume is not None:
+        frozen = state.load(home, request.resume)
+        adapter = ADAPTERS.get(frozen.adapter, FallbackAdapter())
+        executable = _executable(frozen.agent)
+        if frozen.agent_session is None and not isinstance(adapter, FallbackAdapter):
+            raise ClientError("invalid_argument", f"session {frozen.id} never recorded "
+                              f"{frozen.adapter}'s own session id, so it cannot be resumed")
+        binding = (wiring.Binding(frozen.principal or "", frozen.binding)
+                   if frozen.binding is not None else None)
+        session = frozen
+        new = False
+    else:
+        assert request.agent is not None
+        adapter = for_agent(request.agent)
+        executable = _executable(request.agent)
+        binding = None
+        if adapter.channel != "none":
+            try:
+                binding = wiring.resolve(home, start_hub=not request.dry_run)
+            except wiring.NoMemory as reason:
+                warnings.append(str(reason))
+        session_id = state.new_session_id()
+        protocol = render.render(adapter.channel) if binding and adapter.channel != "none" \
+            else None
+        session = state.SessionState(
+            id=session_id, agent=request.agent, adapter=adapter.name,
+            adapter_version=None if request.dry_run else _version(home, adapter, executable),
+            channel="none", binding=binding.binding if binding else None,
+            principal=binding.principal if binding else None,
+            protocol_version=render.version() if protocol else None, protocol=protocol,
+            instructions=None, suppression={},
+            agent_session=adapter.new_session_ref(
+                session_id, str(state.session_dir(home, session_id))),
+            created_at=time.time(), cwd=os.getcwd())
+        new = True
+    memory = None
+    if session.binding is not None and session.protocol is not None:
+        run_dir = wiring.runs_dir(home) / session.id
+        memory = Memory(protocol=session.protocol,
+                        mcp_command=(str(client), "memory", "mcp"),
+                        env={"AMUX_MEMORY_CONFIG": str(run_dir / "memory.json")},
+                        bin_dir=str(run_dir / "bin"))
+    try:
+        user = _user_instructions(adapter, request.args) if new else None
+    except ValueError as problem:
+        raise ClientError("invalid_argument", str(problem)) from None
+    plan = adapter.plan(AgentRequest(
+        executable=executable, args=tuple(request.args), memory=memory,
+        user_instructions=user,
+        frozen_instructions=None if new else session.instructions,
+        agent_session=session.agent_session, resume=not new))
+    plan.warnings[:0] = warnings
+    if new:
+        session.channel = plan.channel
+        session.instructions = plan.instructions
+        session.suppression = plan.suppression
+        session.warnings = list(plan.warnings)
+    return Prepared(session, plan, adapter, binding, new)
+
+
+def dry_run_report(prepared: Prepared, home: Path) -> dict[str, Any]:
+    """The launch plan as JSON: argv, environment changes, files, warnings, binding."""
+    plan = prepared.plan
+    run_dir = wiring.runs_dir(home) / prepared.session.id
+    files = []
+    if prepared.new:
+        files.append(str(state.session_dir(home, prepared.session.id) / "state.json"))
+    if plan.channel != "none":
+        files += [str(run_dir / "memory.json"), str(run_dir / "bin" / "amux")]
+    return {
+        "session": prepared.session.id, "resume": not prepared.new,
+        "agent": prepared.session.agent, "adapter": prepared.adapter.name,
+        "argv": plan.argv, "env": plan.env, "path_prepend": plan.path,
+        "channel": plan.channel, "binding": prepared.session.binding,
+        "principal": prepared.session.principal,
+        "protocol_version": prepared.session.protocol_version,
+        "instructions": plan.instructions, "suppression": plan.suppression,
+        "agent_session": plan.agent_session, "files": files, "warnings": plan.warnings,
+    }
+
+
+def launch(home: Path, request: RunRequest) -> int:
+    """Run the agent to completion; its exit status (128+N when killed by signal N)."""
+    from amux.launcher.supervise import AgentNotStarted, supervise
+
+    client = wiring.installed_client()
+    prepared = prepare(home, request, client)
+    session, plan = prepared.session, prepared.plan
+    if request.dry_run:
+        print(json.dumps(dry_run_report(prepared, home), indent=2, ensure_ascii=False))
+        return 0
+    if prepared.new:
+        state.save(home, session)
+    for warning in plan.warnings:
+        _warn(warning)
+    wired = None
+    if plan.channel != "none" and prepared.binding is not None:
+        try:
+            wired = wiring.wire(home, session.id, prepared.binding, client)
+        except wiring.NoMemory as reason:
+            _warn(f"{reason}; memory calls of this session will fail")
+        else:
+            problem = wiring.check(wired) if not prepared.new else None
+            if problem:
+                _warn(problem)
+    env = {**os.environ, **plan.env}
+    if plan.path:
+        env["PATH"] = os.pathsep.join([*plan.path, os.environ.get("PATH", os.defpath)])
+    rollouts = agent_config.codex_rollouts(env) if prepared.adapter.name == "codex" else set()
+    try:
+        return supervise(plan.argv, env)
+    except AgentNotStarted as problem:
+        raise ClientError("invalid_argument", str(problem)) from None
+    finally:
+        if wired is not None:
+            wiring.unwire(wired)
+        if prepared.adapter.name == "codex" and session.agent_session is None:
+            session.agent_session = agent_config.codex_new_session(rollouts, env)
+            if session.agent_session is not None:
+                state.save(home, session)
+
+
+def session_summary(session: state.SessionState) -> dict[str, Any]:
+    data = asdict(session)
+    for key in ("protocol", "instructions"):
+        data.pop(key)
+    return data

@@ -1,0 +1,102 @@
+"""Session start state: what a launch froze, under `<AMUX_HOME>/sessions/<id>/`.
+
+`state.json` (0600, written temp-and-replace) holds the binding, the full frozen
+protocol and merged instruction text, the adapter and the agent's version, the
+memory channel, the native-memory suppression applied and the agent's own session
+reference once known. A resume reads it back and reuses it byte for byte; it is
+never rewritten except to record the agent's session reference. The directory
+also holds agent files the session owns (Pi's session file). No secrets here:
+tokens live only in the run directory's connection config and die with the run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from amux.client.wire import ClientError
+from amux.memory.durable import write_file_atomic
+
+STATE_VERSION = 1
+
+
+@dataclass
+class SessionState:
+    id: str
+    agent: str
+    """The command the user named (`claude`, `/opt/bin/codex`, …)."""
+    adapter: str
+    adapter_version: str | None
+    channel: str
+    binding: str | None
+    principal: str | None
+    protocol_version: str | None
+    protocol: str | None
+    instructions: str | None
+    suppression: dict[str, Any]
+    agent_session: str | None
+    created_at: float
+    cwd: str
+    warnings: list[str] = field(default_factory=list)
+    version: int = STATE_VERSION
+
+    @property
+    def has_memory(self) -> bool:
+        return self.binding is not None
+
+
+def sessions_dir(home: Path) -> Path:
+    return home / "sessions"
+
+
+def new_session_id(clock: float | None = None) -> str:
+    """Sortable by start time, unique: `20261130-054501-3fa9c2`."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(time.time() if clock is None else clock))
+    return f"{stamp}-{os.urandom(3).hex()}"
+
+
+def session_dir(home: Path, session_id: str) -> Path:
+    if not session_id or "/" in session_id or session_id.startswith("."):
+        raise ClientError("invalid_argument", f"not an amux session id: {session_id!r}")
+    return sessions_dir(home) / session_id
+
+
+def save(home: Path, state: SessionState) -> Path:
+    directory = session_dir(home, state.id)
+    sessions_dir(home).mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700, exist_ok=True)
+    path = directory / "state.json"
+    data = json.dumps(asdict(state), ensure_ascii=False, indent=1, sort_keys=True)
+    write_file_atomic(path, data.encode("utf-8") + b"\n")
+    return path
+
+
+def load(home: Path, session_id: str) -> SessionState:
+    path = session_dir(home, session_id) / "state.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ClientError("invalid_argument", f"no amux session {session_id!r} "
+                          f"(see `amux sessions list`)") from None
+    except (OSError, ValueError) as exc:
+        raise ClientError("internal", f"cannot read {path}: {exc}") from None
+    if data.get("version") != STATE_VERSION:
+        raise ClientError("invalid_argument", f"{path} has state version "
+                          f"{data.get('version')!r}; this amux reads {STATE_VERSION}")
+    return SessionState(**data)
+
+
+def listing(home: Path) -> list[SessionState]:
+    """Every session, oldest first; unreadable ones are skipped."""
+    found = []
+    root = sessions_dir(home)
+    for name in sorted(os.listdir(root)) if root.is_dir() else []:
+        try:
+            found.append(load(home, name))
+        except ClientError:
+            continue
+    return found

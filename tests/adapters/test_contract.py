@@ -1,0 +1,130 @@
+"""One contract for every adapter: freeze, merge without losing the user's text, suppress
+native memory, replay identically on resume, and stay out of the way without memory."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import tomlkit
+
+from amux.adapters import ADAPTERS, for_agent
+from amux.adapters.base import AgentRequest, LaunchPlan, Memory, ResumeFlagRefused
+from amux.adapters.fallback import FallbackAdapter
+from amux.protocol.render import render
+
+USER_TEXT = 'Always answer in "British" English.\nNever use tabs.'
+# How each agent's user passes their own instructions, and the agent's resume flags.
+USER_ARGS = {
+    "claude": ["-p", "hello", "--append-system-prompt", USER_TEXT],
+    "codex": ["-c", f"developer_instructions={tomlkit.item(USER_TEXT).as_string()}",
+              "exec", "hello"],
+    "pi": ["-p", "--append-system-prompt", USER_TEXT, "hello"],
+}
+RESUME_FLAGS = {"claude": ["--resume", "x"], "codex": ["exec", "resume", "x"],
+                "pi": ["--session", "x"]}
+NAMES = sorted(ADAPTERS)
+
+
+def memory(channel: str) -> Memory:
+    return Memory(protocol=render(channel),  # type: ignore[arg-type]
+                  mcp_command=("/opt/amux/bin/amux", "memory", "mcp"),
+                  env={"AMUX_MEMORY_CONFIG": "/home/u/.local/share/amux/run/agents/s/memory.json"},
+                  bin_dir="/home/u/.local/share/amux/run/agents/s/bin")
+
+
+def plan(name: str, *, with_memory: bool = True, resume: bool = False,
+         frozen: str | None = None, args: list[str] | None = None) -> LaunchPlan:
+    adapter = ADAPTERS[name]
+    return adapter.plan(AgentRequest(
+        executable=f"/usr/bin/{name}", args=tuple(USER_ARGS[name] if args is None else args),
+        memory=memory(adapter.channel) if with_memory else None,
+        frozen_instructions=frozen, agent_session="agent-session-1", resume=resume))
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_merges_the_protocol_after_the_users_own_instructions(name: str) -> None:
+    launch = plan(name)
+    protocol = render(ADAPTERS[name].channel)  # type: ignore[arg-type]
+    assert launch.instructions == f"{USER_TEXT}\n\n{protocol}"
+    assert launch.channel == ADAPTERS[name].channel
+    if name == "codex":
+        value = next(a.partition("=")[2] for a in launch.argv
+                     if a.startswith("developer_instructions="))
+        assert tomlkit.parse(f"v = {value}")["v"] == launch.instructions
+        assert launch.argv.count("exec") == 1 and launch.argv[-2:] == ["exec", "hello"]
+    else:
+        assert sum(launch.instructions in arg for arg in launch.argv) == 1  # one merged text
+        assert "hello" in launch.argv
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_native_memory_is_suppressed_for_this_launch_only(name: str) -> None:
+    launch = plan(name)
+    if name == "claude":
+        assert launch.env["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] == "1"
+    if name == "codex":
+        for setting in ("features.memories=false", "memories.use_memories=false",
+                        "memories.generate_memories=false"):
+            assert launch.argv[launch.argv.index(setting) - 1] == "-c"
+        assert 'mcp_servers.amux.default_tools_approval_mode="approve"' in launch.argv
+    if name == "pi":  # Pi has no native long-term memory: nothing to suppress
+        assert launch.suppression == {}
+        assert launch.path == ["/home/u/.local/share/amux/run/agents/s/bin"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_resume_replays_the_frozen_plan_identically(name: str) -> None:
+    first = plan(name)
+    again = plan(name, resume=True, frozen=first.instructions)
+    assert again.instructions == first.instructions
+    assert again.env == first.env and again.suppression == first.suppression
+    assert again.path == first.path
+    # Resuming even with *other* user instructions keeps the frozen text.
+    other = plan(name, resume=True, frozen=first.instructions,
+                 args=[a.replace("British", "Klingon") for a in USER_ARGS[name]])
+    assert other.instructions == first.instructions
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_agents_own_resume_flags_are_refused(name: str) -> None:
+    with pytest.raises(ResumeFlagRefused, match="amux run --resume"):
+        plan(name, args=RESUME_FLAGS[name])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_without_memory_the_agent_keeps_its_own_policy(name: str) -> None:
+    launch = plan(name, with_memory=False)
+    assert launch.channel == "none" and launch.instructions is None
+    assert launch.env == {} and launch.suppression == {} and launch.path == []
+    assert all(arg in launch.argv for arg in USER_ARGS[name])  # the user's args untouched
+    assert not any("amux" in arg for arg in launch.argv)
+
+
+def test_claude_keeps_the_users_mcp_servers_and_allows_only_memory_tools() -> None:
+    theirs = json.dumps({"mcpServers": {"git": {"command": "git-mcp"}}})
+    launch = plan("claude", args=["--mcp-config", theirs, "-p", "x"])
+    assert theirs in launch.argv
+    ours = next(a for a in launch.argv if a.startswith("--mcp-config="))
+    assert list(json.loads(ours.partition("=")[2])["mcpServers"]) == ["amux"]
+    allowed = next(a for a in launch.argv if a.startswith("--allowedTools="))
+    assert allowed.partition("=")[2].split(",") == [
+        f"mcp__amux__{tool}" for tool in ("memory_search", "memory_get", "memory_upsert",
+                                          "memory_forget", "result_continue")]
+
+
+def test_codex_takes_config_instructions_when_no_override_is_given() -> None:
+    launch = ADAPTERS["codex"].plan(AgentRequest(
+        executable="/usr/bin/codex", args=("exec", "hi"), memory=memory("mcp"),
+        user_instructions="From config.toml"))
+    assert launch.instructions is not None
+    assert launch.instructions.startswith("From config.toml\n\namux memory protocol v")
+
+
+def test_any_other_agent_launches_unchanged_with_a_report() -> None:
+    adapter = for_agent("/usr/local/bin/aider")
+    assert isinstance(adapter, FallbackAdapter)
+    launch = adapter.plan(AgentRequest(executable="/usr/local/bin/aider", args=("--yes",),
+                                       memory=None))
+    assert launch.argv == ["/usr/local/bin/aider", "--yes"]
+    assert launch.channel == "none" and "no memory capability for aider" in launch.warnings[0]

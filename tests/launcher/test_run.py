@@ -1,0 +1,236 @@
+"""`amux run` end to end with a real Hub and small scripted agents named like the real ones.
+
+The adapter is chosen by the command's name, so a script called `pi` or `claude`
+gets that adapter's plan; it records what it was given and, for `pi`, uses memory
+through the `amux` the launcher put on its PATH. The real agent CLIs are driven in
+tests/e2e.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hubproc import HubProcess
+
+FAKE_AGENT = '''#!{python}
+import json, os, subprocess, sys
+if sys.argv[1:] == ["--version"]:
+    print("fake-agent 1.0")
+    sys.exit(0)
+record = {{"argv": sys.argv[1:], "env": {{k: v for k, v in os.environ.items()
+          if k.startswith(("AMUX_", "CLAUDE_")) or k == "PATH"}}}}
+action = os.environ.get("FAKE_AGENT_ACTION", "")
+if action == "upsert":
+    done = subprocess.run(["amux", "memory", "upsert", "notes/agent.md",
+                           "--expected-revision", "absent"], input=b"written by the agent\\n",
+                          capture_output=True)
+    record["upsert"] = {{"code": done.returncode, "out": done.stdout.decode(),
+                        "err": done.stderr.decode()}}
+    record["which"] = subprocess.run(["which", "amux"], capture_output=True,
+                                     text=True).stdout.strip()
+with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
+    log.write(json.dumps(record) + "\\n")
+sys.exit(int(os.environ.get("FAKE_AGENT_EXIT", "0")))
+'''
+
+
+class Launcher:
+    """Runs `python -m amux run …` with AMUX_HOME at the Hub's home and fake agents on PATH."""
+
+    def __init__(self, home: Path, tmp_path: Path) -> None:
+        self.home = home
+        self.bin = tmp_path / "agents"
+        self.bin.mkdir()
+        self.log = tmp_path / "agent.log"
+        for name in ("pi", "claude", "codex", "my-agent"):
+            script = self.bin / name
+            script.write_text(FAKE_AGENT.format(python=sys.executable))
+            script.chmod(0o755)
+
+    def run(self, *args: str, env: dict[str, str] | None = None,
+            ) -> subprocess.CompletedProcess[str]:
+        environment = {k: v for k, v in os.environ.items()
+                       if k not in ("AMUX_MEMORY_CONFIG", "AMUX_HUB", "AMUX_TOKEN")}
+        environment.update({"AMUX_HOME": str(self.home), "FAKE_AGENT_LOG": str(self.log),
+                            "PATH": f"{self.bin}{os.pathsep}{environment['PATH']}",
+                            "CODEX_HOME": str(self.home.parent / "codex-home"),
+                            **(env or {})})
+        return subprocess.run([sys.executable, "-m", "amux", "run", *args],
+                              capture_output=True, text=True, env=environment, timeout=120,
+                              stdin=subprocess.DEVNULL)
+
+    def records(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.log.read_text().splitlines()]
+
+    def sessions(self) -> list[Path]:
+        root = self.home / "sessions"
+        return sorted(root.iterdir()) if root.is_dir() else []
+
+
+@pytest.fixture
+def launcher(hub: HubProcess, tmp_path: Path) -> Launcher:
+    return Launcher(hub.home, tmp_path)
+
+
+def enable(hub: HubProcess, on: bool = True) -> None:
+    hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
+                                  "value": "true" if on else "false"})
+
+
+def live_tokens(hub: HubProcess) -> list[dict[str, Any]]:
+    principals = hub.call("/v1/admin/principals", {"action": "list"})[1]["principals"]
+    return [token for principal in principals for token in principal.get("tokens", [])]
+
+
+def test_dry_run_prints_the_plan_and_starts_nothing(hub: HubProcess,
+                                                    launcher: Launcher) -> None:
+    enable(hub)
+    done = launcher.run("--dry-run", "pi", "--", "-p", "hello")
+    assert done.returncode == 0, done.stderr
+    plan = json.loads(done.stdout)
+    assert plan["channel"] == "cli" and plan["binding"] == "global"
+    assert plan["argv"][0].endswith("/pi") and plan["argv"][-2:] == ["-p", "hello"]
+    assert "amux memory protocol v1 (CLI)" in plan["instructions"]
+    assert plan["env"] == {"AMUX_MEMORY_CONFIG": plan["files"][1]}
+    assert not launcher.log.exists() and launcher.sessions() == []
+    assert not (hub.home / "run" / "agents").exists()
+
+
+def test_a_launch_wires_memory_freezes_state_and_cleans_up(hub: HubProcess,
+                                                           launcher: Launcher) -> None:
+    enable(hub)
+    tokens_before = len(live_tokens(hub))
+    done = launcher.run("pi", "--", "-p", "remember this",
+                        env={"FAKE_AGENT_ACTION": "upsert", "FAKE_AGENT_EXIT": "7"})
+    assert done.returncode == 7, done.stderr  # the agent's exit status
+    record = launcher.records()[0]
+    assert record["upsert"]["code"] == 0, record["upsert"]
+    assert json.loads(record["upsert"]["out"])["created"] is True
+    assert record["which"].endswith("/bin/amux") and "/run/agents/" in record["which"]
+    assert "AMUX_TOKEN" not in record["env"]  # the token is in a 0600 file, not the env
+    got = hub.call("/v1/memory/get", {"path": "notes/agent.md"})[1]
+    assert got["content"] == "written by the agent\n"
+    [session] = launcher.sessions()
+    state = json.loads((session / "state.json").read_text())
+    assert stat.S_IMODE((session / "state.json").stat().st_mode) == 0o600
+    assert state["binding"] == "global" and state["channel"] == "cli"
+    assert state["protocol"].startswith("amux memory protocol v1 (CLI)")
+    assert state["instructions"] == state["protocol"]
+    assert state["agent_session"] == str(session / "pi-session.jsonl")
+    assert record["argv"][:2] == ["--session", state["agent_session"]]
+    assert not any((hub.home / "run" / "agents").iterdir())  # run dir gone
+    assert len(live_tokens(hub)) == tokens_before  # delegated token revoked
+
+
+def test_hub_down_gives_a_warning_and_a_session_without_memory(short_home: Path,
+                                                               tmp_path: Path) -> None:
+    launcher = Launcher(short_home, tmp_path)  # no Hub ever ran on this home
+    done = launcher.run("claude", "--", "-p", "hi", env={
+        "AMUX_HUB": f"unix:{tmp_path}/no-hub.sock", "AMUX_TOKEN": "amux_" + "x" * 43})
+    assert done.returncode == 0, done.stderr
+    assert "warning" in done.stderr and "hub_unreachable" in done.stderr
+    record = launcher.records()[0]
+    assert record["argv"][2:] == ["-p", "hi"]  # only the session id added: no protocol, tools
+    assert "CLAUDE_CODE_DISABLE_AUTO_MEMORY" not in record["env"]
+    assert not (launcher.home / "memory").exists()  # no temporary store either
+
+
+def test_memory_off_keeps_the_agents_own_policy(hub: HubProcess, launcher: Launcher) -> None:
+    done = launcher.run("claude", "--", "-p", "hi", "--append-system-prompt", "mine")
+    assert done.returncode == 0, done.stderr
+    assert "memory.enabled = false" in done.stderr
+    record = launcher.records()[0]
+    assert record["argv"][2:] == ["-p", "hi", "--append-system-prompt", "mine"]
+    assert "CLAUDE_CODE_DISABLE_AUTO_MEMORY" not in record["env"]
+
+
+def test_resume_replays_the_frozen_state_even_with_memory_off(hub: HubProcess,
+                                                              launcher: Launcher) -> None:
+    enable(hub)
+    assert launcher.run("claude", "--", "-p", "one", "--append-system-prompt",
+                        "mine").returncode == 0
+    [session] = launcher.sessions()
+    enable(hub, False)
+    done = launcher.run("--resume", session.name, "--", "-p", "two")
+    assert done.returncode == 0, done.stderr
+    assert "memory_disabled" in done.stderr  # says why memory calls will fail
+    first, second = launcher.records()
+    prompt = [a for a in first["argv"] if a.startswith("--append-system-prompt=")]
+    assert prompt == [a for a in second["argv"] if a.startswith("--append-system-prompt=")]
+    assert prompt[0].startswith("--append-system-prompt=mine\n\namux memory protocol v1")
+    assert second["env"]["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] == "1"
+    session_id = first["argv"][first["argv"].index("--session-id") + 1]
+    assert second["argv"][:2] == ["--resume", session_id]
+    assert second["argv"][-2:] == ["-p", "two"]
+
+
+def test_a_session_without_binding_never_adopts_memory(hub: HubProcess,
+                                                       launcher: Launcher) -> None:
+    assert launcher.run("claude", "--", "-p", "one").returncode == 0
+    [session] = launcher.sessions()
+    enable(hub)
+    done = launcher.run("--resume", session.name, "--", "-p", "two")
+    assert done.returncode == 0, done.stderr
+    second = launcher.records()[1]
+    assert not any(a.startswith("--append-system-prompt") for a in second["argv"])
+    assert "CLAUDE_CODE_DISABLE_AUTO_MEMORY" not in second["env"]
+
+
+def test_the_agents_own_resume_flags_are_refused(hub: HubProcess, launcher: Launcher) -> None:
+    enable(hub)
+    done = launcher.run("claude", "--", "--resume", "abc")
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"]["code"] == "invalid_argument"
+    assert "amux run --resume" in done.stderr
+    assert not launcher.log.exists()
+
+
+def test_other_agents_run_unchanged_with_a_report(hub: HubProcess, launcher: Launcher) -> None:
+    enable(hub)
+    done = launcher.run("my-agent", "--", "--flag", env={"FAKE_AGENT_EXIT": "3"})
+    assert done.returncode == 3
+    assert "no memory capability for my-agent" in done.stderr
+    assert launcher.records()[0]["argv"] == ["--flag"]
+
+
+def test_sessions_list_and_show(hub: HubProcess, launcher: Launcher) -> None:
+    enable(hub)
+    assert launcher.run("pi", "--", "-p", "x").returncode == 0
+    environment = {**os.environ, "AMUX_HOME": str(hub.home)}
+    listed = json.loads(subprocess.run([sys.executable, "-m", "amux", "sessions", "list"],
+                                       capture_output=True, text=True, env=environment,
+                                       timeout=60).stdout)
+    [entry] = listed["sessions"]
+    assert entry["agent"] == "pi" and "protocol" not in entry
+    shown = json.loads(subprocess.run([sys.executable, "-m", "amux", "sessions", "show",
+                                       entry["id"]], capture_output=True, text=True,
+                                      env=environment, timeout=60).stdout)
+    assert shown["protocol"].startswith("amux memory protocol v1 (CLI)")
+
+
+def test_stale_run_directories_are_revoked_and_removed(hub: HubProcess,
+                                                       launcher: Launcher) -> None:
+    enable(hub)
+    issued = hub.call("/v1/admin/principals", {"action": "delegate", "name": owner(hub),
+                                               "binding": "global"})[1]
+    stale = hub.home / "run" / "agents" / "20260101-000000-dead00"
+    stale.mkdir(parents=True)
+    (stale / "launcher.pid").write_text("999999\n")
+    (stale / "token.json").write_text(json.dumps({"principal": issued["principal"],
+                                                  "token_id": issued["token_id"]}))
+    assert launcher.run("pi", "--", "-p", "x").returncode == 0
+    assert not stale.exists()
+    assert issued["token_id"] not in {t.get("token_id") for t in live_tokens(hub)}
+
+
+def owner(hub: HubProcess) -> str:
+    principals = hub.call("/v1/admin/principals", {"action": "list"})[1]["principals"]
+    return str(next(p["principal"] for p in principals if p["owner"]))
