@@ -81,7 +81,7 @@ def _block_forever() -> None:
 
 def _install_crash_point(point: str, count: int) -> None:
     """Intercept the `count`-th store call of the kind `point` names (see module doc)."""
-    from amux.memory import fs
+    from amux.memory import durable
 
     seen = 0
 
@@ -100,7 +100,7 @@ def _install_crash_point(point: str, count: int) -> None:
         return real_write(fd, data)
 
     def rename(src: str, dst: str, **kwargs: int) -> None:
-        is_temp = isinstance(src, str) and src.startswith(fs.TEMP_PREFIX)
+        is_temp = isinstance(src, str) and src.startswith(durable.TEMP_PREFIX)
         if point == "before_rename" and is_temp and due():
             _say("at before_rename")
             _block_forever()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from amux.memory.fs import TEMP_PREFIX, write_file_atomic
+from amux.memory.durable import TEMP_PREFIX, write_file_atomic
 
 
 def test_write_file_atomic_replaces_with_private_mode(tmp_path: Path) -> None:
