@@ -9,6 +9,10 @@
 - New sessions get `--session-id` (a UUID derived from the amux session id), so
   resume is `--resume` with that id; the user's own `--resume`, `--continue`
   and `--session-id` are refused.
+- `--system-prompt-snapshot off`: by default Claude re-sends the system prompt it
+  saved on a conversation's first request on every resume, ignoring the flags and
+  environment given then; off, it builds the prompt from this launch's (frozen)
+  flags, so the suppression and protocol always apply.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ class ClaudeAdapter:
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         refuse(request.args, ("--resume", "-r", "--continue", "-c", "--session-id",
-                              "--fork-session"), "Claude Code")
+                              "--fork-session", "--system-prompt-snapshot"), "Claude Code")
         args, appended = take_option(request.args, ("--append-system-prompt",))
         memory = request.memory
         if memory is None:  # the agent's own policy, untouched; only our session id added
@@ -52,7 +56,7 @@ class ClaudeAdapter:
                   "args": list(memory.mcp_command[1:]), "env": dict(memory.env)}
         mcp_config = json.dumps({"mcpServers": {"amux": server}}, sort_keys=True)
         allowed = ",".join(f"mcp__amux__{tool}" for tool in MEMORY_TOOLS)
-        argv = [request.executable, *self._session(request),
+        argv = [request.executable, *self._session(request), "--system-prompt-snapshot", "off",
                 f"--append-system-prompt={instructions}", f"--mcp-config={mcp_config}",
                 f"--allowedTools={allowed}", *args]
         env = {DISABLE_AUTO_MEMORY: "1"}
