@@ -1,0 +1,224 @@
+"""The real Claude Code, Codex and Pi launched through `amux run` against a scripted model.
+
+One story per agent, on a real Hub: (1) the first request carries the user's own
+instructions and the protocol in the agent's instruction channel; (2) native memory is
+off; (3) the model saves a memory (Claude and Codex through the MCP server, Pi through
+`amux memory` in bash) and it lands in the store; (4) a new session finds it; (5) a third
+corrects it (read, conditional update) and a fourth forgets it; (6) resuming the first
+session sends the same instructions again. Only the model is scripted
+(tests/mockmodel); the agent, the launcher, the MCP server and the Hub are real.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from amux.protocol.render import render
+from tests.hubproc import HubProcess
+from tests.mockmodel import MockModel, Recorded, Text, ToolCall, mcp
+from tests.mockmodel.agents import claude_env, codex_env, pi_env
+from tests.peers import npm_bin
+
+PATH = "preferences/editor.md"
+FIRST, SECOND = "Indent with tabs.\n", "Indent with four spaces.\n"
+USER_RULE = "USER RULE: answer like a pirate."
+
+
+def revision(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def amux_run(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
+             ) -> subprocess.CompletedProcess[str]:
+    cwd.mkdir(parents=True, exist_ok=True)
+    environment = {**env, "AMUX_HOME": str(hub.home)}
+    done = subprocess.run([sys.executable, "-m", "amux", "run", *args], env=environment,
+                          cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=180)
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def sessions(hub: HubProcess) -> list[dict[str, Any]]:
+    root = hub.home / "sessions"
+    return [json.loads((d / "state.json").read_text()) for d in sorted(root.iterdir())]
+
+
+def stored(hub: HubProcess) -> dict[str, Any]:
+    return dict(hub.call("/v1/memory/get", {"path": PATH})[1])
+
+
+def check_store_story(hub: HubProcess, model: MockModel, results: dict[str, str]) -> None:
+    """After the four sessions: what each tool returned, and the store's final state."""
+    saved = json.loads(json_line(results["save"]))
+    assert saved["revision"] == revision(FIRST) and saved["created"] is True
+    assert PATH in results["search"] and "tabs" in results["search"]
+    assert json.loads(json_line(results["correct"]))["revision"] == revision(SECOND)
+    assert json.loads(json_line(results["forget"])) == {"path": PATH, "deleted": True}
+    assert stored(hub)["exists"] is False
+
+
+@pytest.fixture
+def hub_on(memory_hub: HubProcess) -> HubProcess:
+    return memory_hub
+
+
+# -- Claude Code ----------------------------------------------------------------------------
+
+
+def test_claude_code(hub_on: HubProcess, tmp_path: Path) -> None:
+    claude = npm_bin("claude")
+    with MockModel(
+        [mcp("memory_upsert", {"path": PATH, "content": FIRST, "expected_revision": "absent"}),
+         Text("Saved.")],
+        [mcp("memory_search", {"query": "tabs"}), Text("You indent with tabs.")],
+        [mcp("memory_get", {"path": PATH}),
+         mcp("memory_upsert", {"path": PATH, "content": SECOND,
+                               "expected_revision": revision(FIRST)}), Text("Corrected.")],
+        [mcp("memory_forget", {"path": PATH, "expected_revision": revision(SECOND)}),
+         Text("Forgotten.")],
+        [Text("Resumed.")],
+    ) as model:
+        env = claude_env(tmp_path, model)
+        work = tmp_path / "work"
+        prompts = ["Remember: I indent with tabs.", "How do I indent?",
+                   "Correction: four spaces.", "Forget my indentation preference."]
+        for prompt in prompts:
+            amux_run(hub_on, env, work, str(claude), "--", "-p", prompt,
+                     "--append-system-prompt", USER_RULE, "--output-format", "json")
+        first_id = sessions(hub_on)[0]["id"]
+        amux_run(hub_on, env, work, "--resume", first_id, "--", "-p", "Still there?",
+                 "--output-format", "json")
+    main = model.main()
+    first = main[0]
+    protocol = render("mcp")
+    assert first.instructions.endswith(f"{USER_RULE}\n\n{protocol}")  # (1)
+    assert "# Memory" not in first.instructions  # (2) Claude's auto-memory section is gone
+    assert {"mcp__amux__memory_search", "mcp__amux__memory_upsert"} <= tool_names(first)
+    results = {"save": model.tool_results("memory_upsert")[0].text,
+               "correct": model.tool_results("memory_upsert")[1].text,
+               "search": only(model, "memory_search"), "forget": only(model, "memory_forget")}
+    check_store_story(hub_on, model, results)  # (3)-(5)
+    resumed = next(r for r in main if r.conversation == 4)
+    assert resumed.instruction_parts == first.instruction_parts  # (6)
+    assert "Remember: I indent with tabs." in json.dumps(resumed.body)  # the same conversation
+    assert not model.side()
+
+
+def tool_names(request: Recorded) -> set[str]:
+    return {str(tool.get("name")) for tool in request.tools}
+
+
+def only(model: MockModel, tool: str) -> str:
+    found = model.tool_results(tool)
+    assert found, f"no result for {tool}"
+    assert not found[-1].is_error, found[-1].text
+    return found[-1].text
+
+
+# -- Codex ----------------------------------------------------------------------------------
+
+
+CODEX_USER_CONFIG = f"""developer_instructions = {json.dumps(USER_RULE)}
+[features]
+memories = true
+[memories]
+use_memories = true
+generate_memories = true
+"""
+
+
+def test_codex(hub_on: HubProcess, tmp_path: Path) -> None:
+    codex = npm_bin("codex")
+    slow = 3.0  # Codex's memory consolidation would start alongside the first turn
+    with MockModel(
+        [ToolCall("memory_upsert", {"path": PATH, "content": FIRST,
+                                    "expected_revision": "absent"}, "amux", delay=slow),
+         Text("Saved.")],
+        [mcp("memory_search", {"query": "tabs"}), Text("You indent with tabs.")],
+        [mcp("memory_get", {"path": PATH}),
+         mcp("memory_upsert", {"path": PATH, "content": SECOND,
+                               "expected_revision": revision(FIRST)}), Text("Corrected.")],
+        [mcp("memory_forget", {"path": PATH, "expected_revision": revision(SECOND)}),
+         Text("Forgotten.")],
+        [Text("Resumed.")],
+    ) as model:
+        env = codex_env(tmp_path, model, CODEX_USER_CONFIG)
+        user_config = (tmp_path / "codex" / "config.toml").read_bytes()
+        work = tmp_path / "work"
+        for prompt in ["Remember: I indent with tabs.", "How do I indent?",
+                       "Correction: four spaces.", "Forget my indentation preference."]:
+            amux_run(hub_on, env, work, str(codex), "--", "exec", "--skip-git-repo-check",
+                     prompt)
+        first_state = sessions(hub_on)[0]
+        assert first_state["agent_session"], "the Codex thread id was learned after the run"
+        amux_run(hub_on, env, work, "--resume", first_state["id"], "--", "exec",
+                 "--skip-git-repo-check", "Still there?")
+    main = model.main()
+    first = main[0]
+    developer = "\n".join(first.instruction_parts)
+    assert f"{USER_RULE}\n\n{render('mcp')}" in developer  # (1) merged, the user's kept
+    # (2) the user's memories are on in config.toml, yet no consolidation sub-agent ran
+    assert not [r for r in model.requests if r.subagent == "memory_consolidation"]
+    assert "## Memory" not in developer
+    assert (tmp_path / "codex" / "config.toml").read_bytes() == user_config  # never edited
+    results = {"save": model.tool_results("memory_upsert")[0].text,
+               "correct": model.tool_results("memory_upsert")[1].text,
+               "search": only(model, "memory_search"), "forget": only(model, "memory_forget")}
+    check_store_story(hub_on, model, results)  # (3)-(5)
+    resumed = next(r for r in main if r.conversation == 4)
+    assert resumed.instruction_parts[: len(first.instruction_parts)] == \
+        first.instruction_parts  # (6)
+
+
+# -- Pi -------------------------------------------------------------------------------------
+
+
+def bash(command: str) -> ToolCall:
+    return ToolCall("bash", {"command": command})
+
+
+def test_pi(hub_on: HubProcess, tmp_path: Path) -> None:
+    pi = npm_bin("pi")
+    upsert = "amux memory upsert {path} --expected-revision {rev} <<'EOF'\n{text}EOF"
+    with MockModel(
+        [bash(upsert.format(path=PATH, rev="absent", text=FIRST)), Text("Saved.")],
+        [bash("amux memory search tabs"), Text("You indent with tabs.")],
+        [bash(f"amux memory show {shlex.quote(PATH)}"),
+         bash(upsert.format(path=PATH, rev=revision(FIRST), text=SECOND)), Text("Corrected.")],
+        [bash(f"amux memory forget {PATH} --expected-revision {revision(SECOND)}"),
+         Text("Forgotten.")],
+        [Text("Resumed.")],
+    ) as model:
+        env = pi_env(tmp_path, model)
+        work = tmp_path / "work"
+        for prompt in ["Remember: I indent with tabs.", "How do I indent?",
+                       "Correction: four spaces.", "Forget my indentation preference."]:
+            amux_run(hub_on, env, work, str(pi), "--", "-p", "--model", "mock/mock-model",
+                     "--append-system-prompt", USER_RULE, prompt)
+        first_state = sessions(hub_on)[0]
+        amux_run(hub_on, env, work, "--resume", first_state["id"], "--", "-p", "Still there?")
+    main = model.main()
+    first = main[0]
+    assert f"{USER_RULE}\n\n{render('cli')}" in first.instructions  # (1)
+    bash_results = [r.text for r in model.tool_results("bash")]
+    assert all("error" not in text.lower() for text in bash_results), bash_results
+    results = {"save": bash_results[0], "search": bash_results[1],
+               "correct": bash_results[3], "forget": bash_results[4]}
+    check_store_story(hub_on, model, results)  # (3)-(5): (2) Pi has no native memory
+    assert Path(first_state["agent_session"]).is_file()  # Pi's own session file
+    resumed = next(r for r in main if r.conversation == 4)
+    assert resumed.instruction_parts == first.instruction_parts  # (6)
+
+
+def json_line(text: str) -> str:
+    """The JSON line a tool result carries (Codex and Pi add their own framing)."""
+    return next(line for line in text.splitlines() if line.startswith("{"))

@@ -1,0 +1,126 @@
+"""Environments and config files that point each real agent CLI at a `MockModel`.
+
+Every helper takes a fresh directory `root` owned by the test; the agent's home
+(`HOME`), its config directory and the working directory all live under it, so no run
+touches the real home. The environment starts empty but for `PATH` (and the locale), so
+no `ANTHROPIC_*`/`OPENAI_*` variable of the machine leaks in. See AGENT-RECIPES.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tests.mockmodel.server import MockModel
+
+REPO = Path(__file__).resolve().parents[2]
+KEPT = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
+MEMORIES_OFF = ("-c", "features.memories=false", "-c", "memories.use_memories=false",
+                "-c", "memories.generate_memories=false")
+"""The three Codex overrides that keep Codex's own memories off for one run."""
+
+
+def base_env(root: Path) -> dict[str, str]:
+    """PATH and locale of this process, HOME=root/home."""
+    env = {key: os.environ[key] for key in KEPT if key in os.environ}
+    home = root / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    env["HOME"] = str(home)
+    return env
+
+
+def amux_mcp_argv() -> list[str]:
+    """`python -m amux memory mcp` with this interpreter."""
+    return [sys.executable, "-m", "amux", "memory", "mcp"]
+
+
+def amux_env(socket_path: str, token: str) -> dict[str, str]:
+    """What `amux memory mcp` needs to reach a Hub: its address, a token, the repository."""
+    return {"AMUX_HUB": f"unix:{socket_path}", "AMUX_TOKEN": token, "PYTHONPATH": str(REPO)}
+
+
+# -- Claude Code ---------------------------------------------------------------------------
+
+
+def claude_env(root: Path, model: MockModel, **extra: str) -> dict[str, str]:
+    """Claude against the mock: no retries, no tool search, no non-essential traffic; its
+    per-uid temp dir (`/tmp/claude-<uid>/` by default) under `root` too."""
+    scratch = root / "claude-tmp"
+    scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return {**base_env(root), "CLAUDE_CONFIG_DIR": str(root / "claude"),
+            "CLAUDE_CODE_TMPDIR": str(scratch),
+            "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-dummy",
+            "ENABLE_TOOL_SEARCH": "false", "CLAUDE_CODE_MAX_RETRIES": "0",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", **extra}
+
+
+def claude_mcp_config(argv: Sequence[str], env: dict[str, str] | None = None) -> str:
+    """`--mcp-config` JSON naming one stdio server `amux`."""
+    server: dict[str, object] = {"command": argv[0], "args": list(argv[1:])}
+    if env:
+        server["env"] = env
+    return json.dumps({"mcpServers": {"amux": server}})
+
+
+# -- Codex -----------------------------------------------------------------------------------
+
+
+def codex_config(model: MockModel, extra: str = "") -> str:
+    """A config.toml with the mock as the only provider; `extra` goes at the top level."""
+    return (f'model = "mock-model"\nmodel_provider = "mock"\n{extra}\n'
+            "[model_providers.mock]\n"
+            f'name = "Mock"\nbase_url = "{model.base_url}"\nwire_api = "responses"\n'
+            'env_key = "MOCK_API_KEY"\nrequest_max_retries = 0\nstream_max_retries = 0\n')
+
+
+def codex_env(root: Path, model: MockModel, extra_config: str = "",
+              **extra: str) -> dict[str, str]:
+    """CODEX_HOME=root/codex with `codex_config(model, extra_config)` written into it."""
+    codex_home = root / "codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text(codex_config(model, extra_config))
+    return {**base_env(root), "CODEX_HOME": str(codex_home), "MOCK_API_KEY": "sk-dummy",
+            **extra}
+
+
+def toml_string(value: str) -> str:
+    """A TOML basic string (JSON escapes are valid TOML escapes for these values)."""
+    return json.dumps(value)
+
+
+def codex_mcp_overrides(argv: Sequence[str], env: dict[str, str]) -> list[str]:
+    """`-c` overrides that declare the stdio MCP server `amux`, approved, with `env`."""
+    table = ",".join(f"{key}={toml_string(value)}" for key, value in env.items())
+    return ["-c", f"mcp_servers.amux.command={toml_string(argv[0])}",
+            "-c", f"mcp_servers.amux.args={json.dumps(list(argv[1:]))}",
+            "-c", 'mcp_servers.amux.default_tools_approval_mode="approve"',
+            "-c", f"mcp_servers.amux.env={{{table}}}"]
+
+
+# -- Pi ----------------------------------------------------------------------------------------
+
+
+def pi_env(root: Path, model: MockModel, **extra: str) -> dict[str, str]:
+    """PI_CODING_AGENT_DIR=root/pi with a models.json naming the mock as `mock/mock-model`."""
+    agent_dir = root / "pi"
+    agent_dir.mkdir(parents=True, exist_ok=True)
+    (agent_dir / "models.json").write_text(json.dumps({"providers": {"mock": {
+        "baseUrl": model.base_url, "api": "openai-completions", "apiKey": "sk-dummy",
+        "models": [{"id": "mock-model"}]}}}))
+    return {**base_env(root), "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", **extra}
+
+
+# -- running ------------------------------------------------------------------------------------
+
+
+def run_agent(argv: Sequence[str | os.PathLike[str]], env: dict[str, str], cwd: Path,
+              timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run an agent CLI to completion: stdin closed, output captured, a hard timeout."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    return subprocess.run([str(arg) for arg in argv], env=env, cwd=cwd,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=timeout)

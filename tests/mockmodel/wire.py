@@ -1,0 +1,304 @@
+"""The three wire APIs the agents speak: what a request carries and how a step is streamed back.
+
+- `Anthropic` — Messages API (`POST /v1/messages`), Claude Code.
+- `Responses` — OpenAI Responses API (`POST /v1/responses`), Codex.
+- `Chat` — OpenAI Chat Completions (`POST /v1/chat/completions`), Pi.
+
+Each class reads a parsed request body (the instruction channel, the tool results it carries,
+the ids of the tool results that end it) and renders one step as the response body the agent
+expects: SSE when the request asked for `stream: true`, one JSON document otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tests.mockmodel.script import Step, ToolCall
+
+SSE = "text/event-stream"
+JSON = "application/json"
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool result the agent sent back: the id of the call it answers and its text."""
+
+    call_id: str
+    text: str
+    is_error: bool = False
+
+
+def _texts(content: Any, types: tuple[str, ...]) -> list[str]:
+    """The text of a string or of the text parts (of the given types) of a content list."""
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        return [str(part.get("text", "")) for part in content
+                if isinstance(part, dict) and part.get("type") in types]
+    return []
+
+
+def _sse(events: Sequence[tuple[str | None, Any]]) -> bytes:
+    """`event:` (when named) and `data:` lines, one blank line after each event."""
+    out = []
+    for name, data in events:
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
+        out.append((f"event: {name}\n" if name else "") + f"data: {text}\n\n")
+    return "".join(out).encode()
+
+
+def _estimate_tokens(body: Any) -> int:
+    return max(1, len(json.dumps(body, ensure_ascii=False)) // 4)
+
+
+class Wire:
+    """One wire API; subclasses fill in the details."""
+
+    name: ClassVar[str]
+    paths: ClassVar[tuple[str, ...]]
+
+    @staticmethod
+    def instructions(body: Any) -> list[str]:
+        raise NotImplementedError
+
+    @staticmethod
+    def tool_results(body: Any) -> list[ToolResult]:
+        raise NotImplementedError
+
+    @staticmethod
+    def trailing_call_ids(body: Any) -> list[str]:
+        """Ids of the tool results that end the request (empty: it starts a new user turn)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def render(body: Any, step: Step, call_id: str) -> tuple[str, bytes]:
+        """(content type, response body) answering `body` with `step`."""
+        raise NotImplementedError
+
+
+class Anthropic(Wire):
+    name = "anthropic"
+    paths = ("/v1/messages",)
+
+    @staticmethod
+    def instructions(body: Any) -> list[str]:
+        return _texts(body.get("system"), ("text",))
+
+    @staticmethod
+    def tool_results(body: Any) -> list[ToolResult]:
+        results = []
+        for message in body.get("messages") or []:
+            content = message.get("content")
+            if message.get("role") != "user" or not isinstance(content, list):
+                continue
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    text = "\n".join(_texts(block.get("content"), ("text",)))
+                    results.append(ToolResult(str(block.get("tool_use_id")), text,
+                                              bool(block.get("is_error"))))
+        return results
+
+    @staticmethod
+    def trailing_call_ids(body: Any) -> list[str]:
+        messages = body.get("messages") or []
+        if not messages or messages[-1].get("role") != "user":
+            return []
+        content = messages[-1].get("content")
+        if not isinstance(content, list):
+            return []
+        return [str(block.get("tool_use_id")) for block in content
+                if isinstance(block, dict) and block.get("type") == "tool_result"]
+
+    @staticmethod
+    def render(body: Any, step: Step, call_id: str) -> tuple[str, bytes]:
+        model = str(body.get("model", "mock-model"))
+        usage = {"input_tokens": _estimate_tokens(body), "output_tokens": 1,
+                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        if isinstance(step, ToolCall):
+            block: dict[str, Any] = {"type": "tool_use", "id": call_id,
+                                     "name": step.claude_name(), "input": {}}
+            delta = {"type": "input_json_delta", "partial_json": step.arguments_json()}
+            final_block = {**block, "input": step.arguments}
+            stop = "tool_use"
+        else:
+            block = {"type": "text", "text": ""}
+            delta = {"type": "text_delta", "text": step.text}
+            final_block = {"type": "text", "text": step.text}
+            stop = "end_turn"
+        message_id = f"msg_{call_id}"
+        if not body.get("stream"):
+            return JSON, json.dumps({
+                "id": message_id, "type": "message", "role": "assistant", "model": model,
+                "content": [final_block], "stop_reason": stop, "stop_sequence": None,
+                "usage": {**usage, "output_tokens": 5}}).encode()
+        return SSE, _sse([
+            ("message_start", {"type": "message_start", "message": {
+                "id": message_id, "type": "message", "role": "assistant", "model": model,
+                "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": block}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                     "delta": delta}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta",
+                               "delta": {"stop_reason": stop, "stop_sequence": None},
+                               "usage": {"output_tokens": 5}}),
+            ("message_stop", {"type": "message_stop"}),
+        ])
+
+
+class Responses(Wire):
+    name = "responses"
+    paths = ("/v1/responses",)
+
+    @staticmethod
+    def instructions(body: Any) -> list[str]:
+        texts = []
+        for item in body.get("input") or []:
+            if isinstance(item, dict) and item.get("role") == "developer":
+                texts.extend(_texts(item.get("content"), ("input_text", "text")))
+        return texts
+
+    @staticmethod
+    def tool_results(body: Any) -> list[ToolResult]:
+        results = []
+        for item in body.get("input") or []:
+            if isinstance(item, dict) and str(item.get("type", "")).endswith("call_output"):
+                output = item.get("output")
+                text = "\n".join(_texts(output, ("input_text", "output_text", "text")))
+                results.append(ToolResult(str(item.get("call_id")), text))
+        return results
+
+    @staticmethod
+    def trailing_call_ids(body: Any) -> list[str]:
+        ids = []
+        for item in reversed(body.get("input") or []):
+            if not (isinstance(item, dict) and str(item.get("type", "")).endswith("call_output")):
+                break
+            ids.append(str(item.get("call_id")))
+        return ids[::-1]
+
+    @staticmethod
+    def render(body: Any, step: Step, call_id: str) -> tuple[str, bytes]:
+        model = str(body.get("model", "mock-model"))
+        response_id = f"resp_{call_id}"
+        created = int(time.time())
+        prompt = _estimate_tokens(body)
+        usage = {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
+                 "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
+                 "total_tokens": prompt + 5}
+        events: list[tuple[str | None, Any]] = []
+        if isinstance(step, ToolCall):
+            item: dict[str, Any] = {"type": "function_call", "id": f"fc_{call_id}",
+                                    "call_id": call_id, "name": step.name,
+                                    "arguments": step.arguments_json(), "status": "completed"}
+            if step.namespace():
+                item["namespace"] = step.namespace()
+            events += [
+                ("response.output_item.added", {"output_index": 0, "item": {
+                    **item, "arguments": "", "status": "in_progress"}}),
+                ("response.function_call_arguments.delta", {
+                    "output_index": 0, "item_id": item["id"], "delta": item["arguments"]}),
+                ("response.function_call_arguments.done", {
+                    "output_index": 0, "item_id": item["id"], "arguments": item["arguments"]}),
+            ]
+        else:
+            part = {"type": "output_text", "text": step.text, "annotations": []}
+            item = {"type": "message", "id": f"msg_{call_id}", "role": "assistant",
+                    "status": "completed", "content": [part]}
+            where = {"output_index": 0, "item_id": item["id"], "content_index": 0}
+            events += [
+                ("response.output_item.added", {"output_index": 0, "item": {
+                    **item, "status": "in_progress", "content": []}}),
+                ("response.content_part.added", {**where, "part": {**part, "text": ""}}),
+                ("response.output_text.delta", {**where, "delta": step.text}),
+                ("response.output_text.done", {**where, "text": step.text}),
+                ("response.content_part.done", {**where, "part": part}),
+            ]
+        events.append(("response.output_item.done", {"output_index": 0, "item": item}))
+        response = {"id": response_id, "object": "response", "created_at": created,
+                    "status": "completed", "model": model, "output": [item], "usage": usage}
+        if not body.get("stream"):
+            return JSON, json.dumps(response).encode()
+        started = {**response, "status": "in_progress", "output": [], "usage": None}
+        events = [("response.created", {"response": started}),
+                  ("response.in_progress", {"response": started}),
+                  *events,
+                  ("response.completed", {"response": response})]
+        return SSE, _sse([(name, {"type": name, "sequence_number": number, **data})
+                          for number, (name, data) in enumerate(events)])
+
+
+class Chat(Wire):
+    name = "chat"
+    paths = ("/v1/chat/completions", "/chat/completions")
+
+    @staticmethod
+    def instructions(body: Any) -> list[str]:
+        messages = body.get("messages") or []
+        if messages and messages[0].get("role") in ("system", "developer"):
+            return _texts(messages[0].get("content"), ("text",))
+        return []
+
+    @staticmethod
+    def tool_results(body: Any) -> list[ToolResult]:
+        return [ToolResult(str(message.get("tool_call_id")),
+                           "\n".join(_texts(message.get("content"), ("text",))))
+                for message in body.get("messages") or [] if message.get("role") == "tool"]
+
+    @staticmethod
+    def trailing_call_ids(body: Any) -> list[str]:
+        ids = []
+        for message in reversed(body.get("messages") or []):
+            if message.get("role") != "tool":
+                break
+            ids.append(str(message.get("tool_call_id")))
+        return ids[::-1]
+
+    @staticmethod
+    def render(body: Any, step: Step, call_id: str) -> tuple[str, bytes]:
+        model = str(body.get("model", "mock-model"))
+        base = {"id": f"chatcmpl-{call_id}", "object": "chat.completion.chunk",
+                "created": int(time.time()), "model": model}
+        prompt = _estimate_tokens(body)
+        usage = {"prompt_tokens": prompt, "completion_tokens": 5, "total_tokens": prompt + 5}
+        if isinstance(step, ToolCall):
+            call = {"id": call_id, "type": "function",
+                    "function": {"name": step.name, "arguments": step.arguments_json()}}
+            message: dict[str, Any] = {"role": "assistant", "content": None,
+                                       "tool_calls": [call]}
+            deltas: list[dict[str, Any]] = [
+                {"role": "assistant", "content": None, "tool_calls": [
+                    {"index": 0, **call, "function": {"name": step.name, "arguments": ""}}]},
+                {"tool_calls": [{"index": 0, "function": {"arguments": step.arguments_json()}}]},
+            ]
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": step.text}
+            deltas = [{"role": "assistant", "content": ""}, {"content": step.text}]
+            finish = "stop"
+        if not body.get("stream"):
+            return JSON, json.dumps({**base, "object": "chat.completion", "usage": usage,
+                                     "choices": [{"index": 0, "message": message,
+                                                  "finish_reason": finish}]}).encode()
+        chunks: list[Any] = [{**base, "choices": [{"index": 0, "delta": delta,
+                                                   "finish_reason": None}]}
+                             for delta in deltas]
+        chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+        chunks.append({**base, "choices": [], "usage": usage})
+        return SSE, _sse([(None, chunk) for chunk in chunks] + [(None, "[DONE]")])
+
+
+WIRES: tuple[type[Wire], ...] = (Anthropic, Responses, Chat)
+
+
+def wire_for(path: str) -> type[Wire] | None:
+    """The wire API served at `path` (query string removed), or None."""
+    for wire in WIRES:
+        if path in wire.paths:
+            return wire
+    return None
