@@ -153,6 +153,9 @@ def test_codex(hub_on: HubProcess, tmp_path: Path) -> None:
     ) as model:
         env = codex_env(tmp_path, model, CODEX_USER_CONFIG)
         user_config = (tmp_path / "codex" / "config.toml").read_bytes()
+        summary = tmp_path / "codex" / "memories_v2" / "memory_summary.md"
+        summary.parent.mkdir()
+        summary.write_text("The user prefers vim.\n")  # Codex's own memory, from before
         work = tmp_path / "work"
         for prompt in ["Remember: I indent with tabs.", "How do I indent?",
                        "Correction: four spaces.", "Forget my indentation preference."]:
@@ -168,7 +171,8 @@ def test_codex(hub_on: HubProcess, tmp_path: Path) -> None:
     assert f"{USER_RULE}\n\n{render('mcp')}" in developer  # (1) merged, the user's kept
     # (2) the user's memories are on in config.toml, yet no consolidation sub-agent ran
     assert not [r for r in model.requests if r.subagent == "memory_consolidation"]
-    assert "## Memory" not in developer
+    assert "## Memory" not in developer and "prefers vim" not in developer
+    assert summary.read_text() == "The user prefers vim.\n"  # amux never touches it
     assert (tmp_path / "codex" / "config.toml").read_bytes() == user_config  # never edited
     results = {"save": model.tool_results("memory_upsert")[0].text,
                "correct": model.tool_results("memory_upsert")[1].text,
@@ -177,6 +181,19 @@ def test_codex(hub_on: HubProcess, tmp_path: Path) -> None:
     resumed = next(r for r in main if r.conversation == 4)
     assert resumed.instruction_parts[: len(first.instruction_parts)] == \
         first.instruction_parts  # (6)
+
+
+def test_codex_without_amux_does_consolidate_memories(tmp_path: Path) -> None:
+    """The positive control for test_codex's (2): the same user config and timing, the
+    same Codex run directly, does send the memory-consolidation request."""
+    codex = npm_bin("codex")
+    with MockModel([Text("Hello.", delay=3.0)]) as model:
+        env = codex_env(tmp_path, model, CODEX_USER_CONFIG)
+        done = subprocess.run([str(codex), "exec", "--skip-git-repo-check", "Hi."], env=env,
+                              cwd=tmp_path, stdin=subprocess.DEVNULL, capture_output=True,
+                              text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert model.wait_for(lambda r: r.subagent == "memory_consolidation", 5) is not None
 
 
 # -- Pi -------------------------------------------------------------------------------------
@@ -222,3 +239,48 @@ def test_pi(hub_on: HubProcess, tmp_path: Path) -> None:
 def json_line(text: str) -> str:
     """The JSON line a tool result carries (Codex and Pi add their own framing)."""
     return next(line for line in text.splitlines() if line.startswith("{"))
+
+
+# -- discovery failures and memory switched off, with the real Claude Code -------------------
+
+
+def test_claude_without_memory_and_resumed_while_memory_is_off(hub_on: HubProcess,
+                                                              tmp_path: Path) -> None:
+    claude = npm_bin("claude")
+    with MockModel(
+        [Text("Hello.")],                          # A: bound while memory is on
+        [Text("Hello.")],                          # B: started while memory is off
+        [mcp("memory_search", {"query": "tabs"}), Text("Memory is off.")],  # A resumed
+        [Text("Hello.")],                          # C: the Hub is down
+    ) as model:
+        env = claude_env(tmp_path, model)
+        native = tmp_path / "claude" / "projects" / "-existing-project" / "memory" / "MEMORY.md"
+        native.parent.mkdir(parents=True)
+        native.write_text("- [user] prefers vim\n")  # the user's own Claude memory
+        work = tmp_path / "work"
+        amux_run(hub_on, env, work, str(claude), "--", "-p", "Hi.")
+        bound = sessions(hub_on)[0]["id"]
+        hub_on.call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
+                                         "value": "false"})
+        off = amux_run(hub_on, env, work, str(claude), "--", "-p", "Hi.")
+        assert "memory.enabled = false" in off.stderr
+        resumed = amux_run(hub_on, env, work, "--resume", bound, "--", "-p", "Search.")
+        assert "memory_disabled" in resumed.stderr  # says why its memory calls fail
+        down = amux_run(hub_on, {**env, "AMUX_HUB": f"unix:{tmp_path}/no-hub.sock",
+                                 "AMUX_TOKEN": "amux_" + "d" * 43}, work, str(claude), "--",
+                        "-p", "Hi.")
+        assert "hub_unreachable" in down.stderr
+    first, started_off, again, _result, hub_down = model.main()
+    assert "amux memory protocol" in first.instructions and "# Memory" not in first.instructions
+    # Memory off at launch: the agent's own policy, untouched (its auto-memory section is back).
+    assert "amux memory protocol" not in started_off.instructions
+    assert "# Memory" in started_off.instructions
+    assert not any(name.startswith("mcp__amux") for name in tool_names(started_off))
+    # Resumed while off: the frozen protocol and suppression, and a clear error from the tool.
+    assert again.instruction_parts == first.instruction_parts
+    [search] = model.tool_results("memory_search")
+    assert search.is_error and "memory_disabled" in search.text
+    # Hub down: the agent still ran, without memory tools, protocol or a store of its own.
+    assert "amux memory protocol" not in hub_down.instructions
+    assert not any(name.startswith("mcp__amux") for name in tool_names(hub_down))
+    assert native.read_text() == "- [user] prefers vim\n"  # amux never touches it

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,14 @@ if action == "upsert":
                                      text=True).stdout.strip()
 with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
     log.write(json.dumps(record) + "\\n")
+if action == "interactive":
+    line = input("ready> ")
+    print("got: " + line, flush=True)
+if action in ("interactive", "wait"):
+    import time
+    with open(os.environ["FAKE_AGENT_LOG"] + ".pid", "w") as pid:
+        pid.write(str(os.getpid()))
+    time.sleep(60)
 sys.exit(int(os.environ.get("FAKE_AGENT_EXIT", "0")))
 '''
 
@@ -234,3 +244,64 @@ def test_stale_run_directories_are_revoked_and_removed(hub: HubProcess,
 def owner(hub: HubProcess) -> str:
     principals = hub.call("/v1/admin/principals", {"action": "list"})[1]["principals"]
     return str(next(p["principal"] for p in principals if p["owner"]))
+
+
+def launch_env(launcher: Launcher, **extra: str) -> dict[str, str]:
+    environment = {k: v for k, v in os.environ.items()
+                   if k not in ("AMUX_MEMORY_CONFIG", "AMUX_HUB", "AMUX_TOKEN")}
+    environment.update({"AMUX_HOME": str(launcher.home), "FAKE_AGENT_LOG": str(launcher.log),
+                        "PATH": f"{launcher.bin}{os.pathsep}{environment['PATH']}", **extra})
+    return environment
+
+
+def wait_for_pid(launcher: Launcher) -> int:
+    pid_file = Path(str(launcher.log) + ".pid")
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text():
+        assert time.monotonic() < deadline, "the agent never started"
+        time.sleep(0.05)
+    return int(pid_file.read_text())
+
+
+def assert_cleaned_up(hub: HubProcess, tokens_before: int) -> None:
+    assert not any((hub.home / "run" / "agents").iterdir())
+    assert len(live_tokens(hub)) == tokens_before
+
+
+def test_an_interactive_launch_owns_the_terminal(hub: HubProcess, launcher: Launcher) -> None:
+    import pexpect
+
+    enable(hub)
+    tokens_before = len(live_tokens(hub))
+    child = pexpect.spawn(sys.executable, ["-m", "amux", "run", "pi"], timeout=60,
+                          env=launch_env(launcher, FAKE_AGENT_ACTION="interactive"),
+                          encoding="utf-8")
+    child.expect("ready> ")
+    child.sendline("hello agent")
+    child.expect("got: hello agent")
+    wait_for_pid(launcher)
+    child.sendintr()  # Ctrl-C reaches the agent, which dies of it; amux reports 128+2
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 130
+    assert_cleaned_up(hub, tokens_before)
+
+
+@pytest.mark.parametrize("how", ["agent SIGKILL", "agent SIGTERM", "launcher SIGTERM",
+                                 "launcher SIGINT"])
+def test_cleanup_runs_however_the_agent_ends(hub: HubProcess, launcher: Launcher,
+                                             how: str) -> None:
+    enable(hub)
+    tokens_before = len(live_tokens(hub))
+    process = subprocess.Popen([sys.executable, "-m", "amux", "run", "pi"],
+                               env=launch_env(launcher, FAKE_AGENT_ACTION="wait"),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    agent = wait_for_pid(launcher)
+    target, signum = how.split()
+    os.kill(agent if target == "agent" else process.pid, getattr(signal, signum))
+    process.communicate(timeout=60)
+    assert process.returncode == 128 + getattr(signal, signum)  # the agent's fate, passed on
+    with pytest.raises(ProcessLookupError):
+        os.kill(agent, 0)
+    assert_cleaned_up(hub, tokens_before)
