@@ -69,3 +69,21 @@ class ClaudeAdapter:
             return []
         flag = "--resume" if request.resume else "--session-id"
         return [flag, request.agent_session]
+
+
+def sdk_options(plan: LaunchPlan) -> dict[str, object]:
+    """The same launch for a Claude Agent SDK sidecar: the merged text as
+    `systemPrompt.append` on Claude Code's preset, the plan's environment (on top of
+    the post-isolation environment the sidecar inherits), and the same MCP server and
+    allowed tools."""
+    options: dict[str, object] = {"env": dict(plan.env)}
+    if plan.instructions is not None:
+        options["systemPrompt"] = {"type": "preset", "preset": "claude_code",
+                                   "append": plan.instructions}
+    for arg in plan.argv:
+        name, _, value = arg.partition("=")
+        if name == "--mcp-config":
+            options["mcpServers"] = json.loads(value)["mcpServers"]
+        elif name == "--allowedTools":
+            options["allowedTools"] = value.split(",")
+    return options

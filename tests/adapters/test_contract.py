@@ -128,3 +128,15 @@ def test_any_other_agent_launches_unchanged_with_a_report() -> None:
                                        memory=None))
     assert launch.argv == ["/usr/local/bin/aider", "--yes"]
     assert launch.channel == "none" and "no memory capability for aider" in launch.warnings[0]
+
+
+def test_claude_sdk_sidecars_get_the_same_text_tools_and_environment() -> None:
+    from amux.adapters.claude import sdk_options
+
+    launch = plan("claude")
+    options = sdk_options(launch)
+    assert options["systemPrompt"] == {"type": "preset", "preset": "claude_code",
+                                       "append": launch.instructions}
+    assert options["env"] == {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}
+    assert list(options["mcpServers"]) == ["amux"]  # type: ignore[call-overload]
+    assert len(options["allowedTools"]) == 5  # type: ignore[arg-type]
