@@ -24,14 +24,19 @@ _EPILOG = (
 
 def _parser() -> argparse.ArgumentParser:
     parser = strict_parser(prog="amux run", description=_DESCRIPTION, epilog=_EPILOG,
-                           usage="amux run [--dry-run] [--resume ID] [--as-user USER] "
-                           "[AGENT] [-- ARGS...]")
+                           usage="amux run [--dry-run] [--resume ID] [--as-user USER "
+                           "[--pass-env NAME]...] [AGENT] [-- ARGS...]")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the launch plan as JSON and start nothing")
     parser.add_argument("--resume", metavar="ID", help="resume an amux session (its frozen "
                         "binding, protocol and suppression are reused byte for byte)")
     parser.add_argument("--as-user", metavar="USER",
-                        help="run the agent as another Unix user (isolated run)")
+                        help="run the agent as another Unix user (an isolated run; needs "
+                        "root and a Hub with listeners.shared_socket): its own UID, groups "
+                        "and home, memory through a private copy of the client")
+    parser.add_argument("--pass-env", metavar="NAME", action="append", default=[],
+                        help="with --as-user: pass this variable although it looks like a "
+                        "credential (repeatable); nothing else of the service's secrets passes")
     parser.add_argument("agent", nargs="?", help="claude, codex, pi, or any command")
     return parser
 
@@ -45,22 +50,24 @@ def run_main(argv: list[str]) -> int:
             ours, agent_args = argv[:index], argv[index + 1:]
             break
         previous = argv[index - 1] if index else ""
-        if not arg.startswith("-") and previous not in ("--resume", "--as-user"):
+        if not arg.startswith("-") and previous not in ("--resume", "--as-user",
+                                                        "--pass-env"):
             ours, agent_args = argv[:index + 1], argv[index + 1:]
             if agent_args[:1] == ["--"]:
                 agent_args = agent_args[1:]
             break
     try:
         args = _parser().parse_args(ours)
-        if args.as_user:
-            raise ClientError("invalid_argument", "--as-user (isolated runs) is not built yet")
+        if args.pass_env and not args.as_user:
+            raise ClientError("invalid_argument", "--pass-env only applies with --as-user")
         if (args.resume is None) == (args.agent is None):
             raise ClientError("invalid_argument",
                               "amux run: name an AGENT for a new session, or --resume ID")
         from amux.launcher.run import RunRequest, launch
 
         return launch(amux_home(), RunRequest(args.agent, agent_args, args.resume,
-                                              args.dry_run))
+                                              args.dry_run, args.as_user,
+                                              tuple(args.pass_env)))
     except ResumeFlagRefused as refused:
         return report("amux run", ClientError("invalid_argument", str(refused)))
     except ClientError as error:

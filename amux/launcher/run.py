@@ -26,6 +26,8 @@ from amux.adapters.base import Adapter, AgentRequest, LaunchPlan, Memory
 from amux.adapters.fallback import FallbackAdapter
 from amux.client.wire import ClientError
 from amux.launcher import agent_config, state, wiring
+from amux.materializer.rundir import materialize, remove, runs_root
+from amux.materializer.target import Target, isolated_env
 from amux.memory.durable import write_file_atomic
 from amux.protocol import render
 
@@ -38,6 +40,10 @@ class RunRequest:
     args: list[str]
     resume: str | None = None
     dry_run: bool = False
+    as_user: str | None = None
+    """Run the agent as this Unix user (an isolated run; the launcher must be root)."""
+    pass_env: tuple[str, ...] = ()
+    """Variables an isolated agent gets although they look like credentials."""
 
 
 @dataclass
@@ -49,6 +55,13 @@ class Prepared:
     adapter: Adapter
     binding: wiring.Binding | None
     new: bool
+    base_env: dict[str, str]
+    """The environment the agent starts from, before the plan's changes."""
+    target: Target | None = None
+    grant: wiring.Grant | None = None
+    """An isolated run's delegated token (issued at discovery)."""
+    agent_files: Path | None = None
+    """An isolated session's own directory in the target's home (Pi's session file)."""
 
 
 def _warn(message: str) -> None:
@@ -97,15 +110,25 @@ def _version(home: Path, adapter: Adapter, executable: str) -> str | None:
     return version
 
 
-def _user_instructions(adapter: Adapter, args: list[str]) -> str | None:
+def _user_instructions(adapter: Adapter, args: list[str],
+                       env: dict[str, str]) -> str | None:
     if adapter.name == "codex":
-        return agent_config.codex_user_instructions(args, os.environ)
+        return agent_config.codex_user_instructions(args, env)
     return None
+
+
+def _agent_files(home: Path, session_id: str, target: Target | None) -> Path:
+    """Where a session keeps the agent's own files: its state directory, or for an
+    isolated run a directory in the target's home (the target cannot enter ours)."""
+    if target is None:
+        return state.session_dir(home, session_id)
+    return Path(target.home) / ".amux" / "sessions" / session_id
 
 
 def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
     """Resolve, plan and (unless dry-run) freeze; starts nothing but the Hub on demand."""
     warnings: list[str] = []
+    grant = None
     if request.resume is not None:
         frozen = state.load(home, request.resume)
         adapter = ADAPTERS.get(frozen.adapter, FallbackAdapter())
@@ -113,6 +136,10 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
         if frozen.agent_session is None and not isinstance(adapter, FallbackAdapter):
             raise ClientError("invalid_argument", f"session {frozen.id} never recorded "
                               f"{frozen.adapter}'s own session id, so it cannot be resumed")
+        if request.as_user not in (None, frozen.as_user):
+            raise ClientError("invalid_argument", f"session {frozen.id} runs as "
+                              f"{frozen.as_user or 'the launching user'}, not {request.as_user}")
+        target = Target.lookup(frozen.as_user) if frozen.as_user else None
         binding = (wiring.Binding(frozen.principal or "", frozen.binding)
                    if frozen.binding is not None else None)
         session = frozen
@@ -121,10 +148,17 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
         assert request.agent is not None
         adapter = for_agent(request.agent)
         executable = _executable(request.agent)
+        target = Target.lookup(request.as_user) if request.as_user else None
         binding = None
         if adapter.channel != "none":
             try:
-                binding = wiring.resolve(home, start_hub=not request.dry_run)
+                if target is None:
+                    binding = wiring.resolve(home, start_hub=not request.dry_run)
+                elif request.dry_run:
+                    binding = wiring.preview_for(home, target.name)
+                else:
+                    grant, _ = wiring.grant_for(home, target.name, None)
+                    binding = wiring.Binding(grant.principal, grant.binding)
             except wiring.NoMemory as reason:
                 warnings.append(str(reason))
         session_id = state.new_session_id()
@@ -138,18 +172,25 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
             protocol_version=render.version() if protocol else None, protocol=protocol,
             instructions=None, suppression={},
             agent_session=adapter.new_session_ref(
-                session_id, str(state.session_dir(home, session_id))),
-            created_at=time.time(), cwd=os.getcwd())
+                session_id, str(_agent_files(home, session_id, target))),
+            created_at=time.time(), cwd=os.getcwd(),
+            as_user=target.name if target else None)
         new = True
+    base_env = (isolated_env(os.environ, target, request.pass_env) if target
+                else dict(os.environ))
     memory = None
     if session.binding is not None and session.protocol is not None:
-        run_dir = wiring.runs_dir(home) / session.id
-        memory = Memory(protocol=session.protocol,
-                        mcp_command=(str(client), "memory", "mcp"),
-                        env={"AMUX_MEMORY_CONFIG": str(run_dir / "memory.json")},
-                        bin_dir=str(run_dir / "bin"))
+        if target is None:
+            run_dir = wiring.runs_dir(home) / session.id
+            config, bin_dir, mcp = run_dir / "memory.json", run_dir / "bin", client
+        else:
+            memory_dir = runs_root(create=False) / session.id / "agent-config" / "memory"
+            config, bin_dir = memory_dir / "memory.json", memory_dir / "bin"
+            mcp = bin_dir / "amux"
+        memory = Memory(protocol=session.protocol, mcp_command=(str(mcp), "memory", "mcp"),
+                        env={"AMUX_MEMORY_CONFIG": str(config)}, bin_dir=str(bin_dir))
     try:
-        user = _user_instructions(adapter, request.args) if new else None
+        user = _user_instructions(adapter, request.args, base_env) if new else None
     except ValueError as problem:
         raise ClientError("invalid_argument", str(problem)) from None
     plan = adapter.plan(AgentRequest(
@@ -163,22 +204,28 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
         session.instructions = plan.instructions
         session.suppression = plan.suppression
         session.warnings = list(plan.warnings)
-    return Prepared(session, plan, adapter, binding, new)
+    return Prepared(session, plan, adapter, binding, new, base_env, target, grant,
+                    _agent_files(home, session.id, target) if target else None)
 
 
 def dry_run_report(prepared: Prepared, home: Path) -> dict[str, Any]:
     """The launch plan as JSON: argv, environment changes, files, warnings, binding."""
     plan = prepared.plan
-    run_dir = wiring.runs_dir(home) / prepared.session.id
     files = []
     if prepared.new:
         files.append(str(state.session_dir(home, prepared.session.id) / "state.json"))
     if plan.channel != "none":
-        files += [str(run_dir / "memory.json"), str(run_dir / "bin" / "amux")]
+        files += [plan.env.get("AMUX_MEMORY_CONFIG", ""), os.path.join(plan.path[0], "amux")
+                  if plan.path else str(wiring.runs_dir(home) / prepared.session.id / "bin"
+                                        / "amux")]
+    target = prepared.target
     return {
         "session": prepared.session.id, "resume": not prepared.new,
         "agent": prepared.session.agent, "adapter": prepared.adapter.name,
-        "argv": plan.argv, "env": plan.env, "path_prepend": plan.path,
+        "as_user": None if target is None else {
+            "user": target.name, "uid": target.uid, "gid": target.gid,
+            "groups": target.group_names(), "home": target.home},
+        "argv": plan.argv, "env": _env_changes(prepared), "path_prepend": plan.path,
         "channel": plan.channel, "binding": prepared.session.binding,
         "principal": prepared.session.principal,
         "protocol_version": prepared.session.protocol_version,
@@ -187,9 +234,18 @@ def dry_run_report(prepared: Prepared, home: Path) -> dict[str, Any]:
     }
 
 
+def _env_changes(prepared: Prepared) -> dict[str, str | None]:
+    """What the agent's environment changes from ours: set values, and None for removed."""
+    env = {**prepared.base_env, **prepared.plan.env}
+    changes: dict[str, str | None] = {k: v for k, v in env.items() if os.environ.get(k) != v}
+    changes.update({k: None for k in os.environ if k not in env})
+    changes.pop("PATH", None)  # shown as path_prepend
+    return dict(sorted(changes.items()))
+
+
 def launch(home: Path, request: RunRequest) -> int:
     """Run the agent to completion; its exit status (128+N when killed by signal N)."""
-    from amux.launcher.supervise import AgentNotStarted, supervise
+    from amux.launcher.supervise import AgentNotStarted, RunAs, supervise
 
     client = wiring.installed_client()
     prepared = prepare(home, request, client)
@@ -201,31 +257,84 @@ def launch(home: Path, request: RunRequest) -> int:
         state.save(home, session)
     for warning in plan.warnings:
         _warn(warning)
-    wired = None
-    if plan.channel != "none" and prepared.binding is not None:
-        try:
-            wired = wiring.wire(home, session.id, prepared.binding, client)
-        except wiring.NoMemory as reason:
-            _warn(f"{reason}; memory calls of this session will fail")
-        else:
-            problem = wiring.check(wired) if not prepared.new else None
-            if problem:
-                _warn(problem)
-    env = {**os.environ, **plan.env}
-    if plan.path:
-        env["PATH"] = os.pathsep.join([*plan.path, os.environ.get("PATH", os.defpath)])
-    rollouts = agent_config.codex_rollouts(env) if prepared.adapter.name == "codex" else set()
+    target = prepared.target
+    wired: wiring.Wired | None = None
+    grant = prepared.grant
+    run_dir: Path | None = None
     try:
-        return supervise(plan.argv, env)
-    except AgentNotStarted as problem:
-        raise ClientError("invalid_argument", str(problem)) from None
+        if plan.channel != "none" and prepared.binding is not None:
+            if target is None:
+                wired = _wire(home, prepared, client)
+            else:
+                grant, run_dir = _materialize(home, prepared, grant)
+        if target is not None and prepared.agent_files is not None:
+            _own_dir(prepared.agent_files, target)
+        env = {**prepared.base_env, **plan.env}
+        if plan.path:
+            env["PATH"] = os.pathsep.join([*plan.path, prepared.base_env.get("PATH",
+                                                                           os.defpath)])
+        rollouts = (agent_config.codex_rollouts(env) if prepared.adapter.name == "codex"
+                    else set())
+        run_as = None if target is None else RunAs(target.uid, target.gid, target.groups)
+        try:
+            return supervise(plan.argv, env, run_as=run_as)
+        except AgentNotStarted as problem:
+            raise ClientError("invalid_argument", str(problem)) from None
+        finally:
+            if prepared.adapter.name == "codex" and session.agent_session is None:
+                session.agent_session = agent_config.codex_new_session(rollouts, env)
+                if session.agent_session is not None:
+                    state.save(home, session)
     finally:
         if wired is not None:
             wiring.unwire(wired)
-        if prepared.adapter.name == "codex" and session.agent_session is None:
-            session.agent_session = agent_config.codex_new_session(rollouts, env)
-            if session.agent_session is not None:
-                state.save(home, session)
+        if grant is not None:
+            wiring.revoke(grant)
+        if run_dir is not None:
+            remove(run_dir)
+
+
+def _wire(home: Path, prepared: Prepared, client: Path) -> wiring.Wired | None:
+    assert prepared.binding is not None
+    try:
+        wired = wiring.wire(home, prepared.session.id, prepared.binding, client)
+    except wiring.NoMemory as reason:
+        _warn(f"{reason}; memory calls of this session will fail")
+        return None
+    problem = wiring.check(wired) if not prepared.new else None
+    if problem:
+        _warn(problem)
+    return wired
+
+
+def _materialize(home: Path, prepared: Prepared, grant: wiring.Grant | None,
+                 ) -> tuple[wiring.Grant | None, Path | None]:
+    """An isolated run's token (a fresh one on resume) and its run directory."""
+    target, session = prepared.target, prepared.session
+    assert target is not None and session.binding is not None
+    if grant is None:
+        try:
+            grant, problem = wiring.grant_for(home, target.name, session.binding)
+        except wiring.NoMemory as reason:
+            _warn(f"{reason}; memory calls of this session will fail")
+            return None, None
+        if problem:
+            _warn(problem)
+    made = materialize(session.id, target, grant.hub, grant.token, grant.binding,
+                       grant.token_id, grant.principal)
+    return grant, made.run_dir
+
+
+def _own_dir(path: Path, target: Target) -> None:
+    """Create `path` (and missing parents below the target's home) owned by the target."""
+    missing = []
+    for parent in [path, *path.parents]:
+        if parent.exists() or str(parent) == target.home:
+            break
+        missing.append(parent)
+    for directory in reversed(missing):
+        directory.mkdir(mode=0o700)
+        os.chown(directory, target.uid, target.gid)
 
 
 def session_summary(session: state.SessionState) -> dict[str, Any]:

@@ -42,6 +42,8 @@ class SessionState:
     created_at: float
     cwd: str
     warnings: list[str] = field(default_factory=list)
+    as_user: str | None = None
+    """The Unix user an isolated session runs as (None: the launching user)."""
     version: int = STATE_VERSION
 
     @property

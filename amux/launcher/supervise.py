@@ -33,6 +33,7 @@ import shlex
 import signal
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from types import FrameType
 
 _Handler = Callable[[int, FrameType | None], None] | signal.Handlers
@@ -52,8 +53,19 @@ class AgentNotStarted(Exception):
                          f"{error.strerror or error}{where}")
 
 
+@dataclass(frozen=True)
+class RunAs:
+    """Another Unix user to run the agent as (isolated runs; needs root)."""
+
+    uid: int
+    gid: int
+    groups: tuple[int, ...]
+    """Supplementary groups, the target's own (never the launcher's)."""
+
+
 def supervise(argv: list[str], env: dict[str, str], cwd: str | None = None, *,
-              on_start: Callable[[int], None] | None = None) -> int:
+              on_start: Callable[[int], None] | None = None, run_as: RunAs | None = None,
+              ) -> int:
     """Run the agent as a child that owns the terminal; forward signals; return its exit status.
 
     The status is the agent's exit code, or 128+N when signal N killed it (the shell's
@@ -66,7 +78,7 @@ def supervise(argv: list[str], env: dict[str, str], cwd: str | None = None, *,
     except OSError:  # no controlling terminal
         tty = None
     try:
-        return _Supervision(tty).run(argv, env, cwd, on_start)
+        return _Supervision(tty).run(argv, env, cwd, on_start, run_as)
     finally:
         if tty is not None:
             os.close(tty)
@@ -81,7 +93,7 @@ class _Supervision:
         self.early: list[int] = []  # signals that arrived while the agent was being started
 
     def run(self, argv: list[str], env: dict[str, str], cwd: str | None,
-            on_start: Callable[[int], None] | None) -> int:
+            on_start: Callable[[int], None] | None, run_as: RunAs | None) -> int:
         # waitid() needs SIGCHLD not ignored (an ignored SIGCHLD reaps children automatically).
         handlers: dict[int, _Handler] = {signal.SIGCHLD: signal.SIG_DFL}
         handlers.update({sig: self._forward for sig in FORWARDED
@@ -94,7 +106,10 @@ class _Supervision:
         try:
             try:
                 process = subprocess.Popen(
-                    argv, env=env, cwd=cwd, process_group=None if self.tty is None else 0)
+                    argv, env=env, cwd=cwd, process_group=None if self.tty is None else 0,
+                    user=None if run_as is None else run_as.uid,
+                    group=None if run_as is None else run_as.gid,
+                    extra_groups=None if run_as is None else list(run_as.groups))
             except OSError as error:
                 raise AgentNotStarted(argv, error) from error
             try:

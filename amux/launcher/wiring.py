@@ -28,6 +28,7 @@ from pathlib import Path
 from amux.client.connection import Connection, find_connection
 from amux.client.transport import HubClient
 from amux.client.wire import ClientError
+from amux.launcher import rundirs
 from amux.memory.durable import write_file_atomic
 
 DISCOVERY_TIMEOUT_SECONDS = 3.0
@@ -127,10 +128,7 @@ def wire(home: Path, session_id: str, binding: Binding, client: Path) -> Wired:
     runs_dir(home).mkdir(mode=0o700, parents=True, exist_ok=True)
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(mode=0o700)
-    (run_dir / "launcher.pid").write_text(f"{os.getpid()}\n")
-    if token_id is not None:  # no secret: what to revoke if this launcher dies
-        (run_dir / "token.json").write_text(json.dumps(
-            {"principal": binding.principal, "token_id": token_id}) + "\n")
+    rundirs.claim(run_dir, binding.principal, token_id)
     config = {"version": 1, "hub": connection.hub, "token": token, "binding": binding.binding}
     if connection.ca_file:
         config["ca_file"] = connection.ca_file
@@ -140,6 +138,93 @@ def wire(home: Path, session_id: str, binding: Binding, client: Path) -> Wired:
     bin_dir.mkdir(mode=0o700)
     (bin_dir / "amux").symlink_to(client)
     return Wired(run_dir, config_path, bin_dir, binding.principal, token_id, connection)
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A delegated token for another user's principal, and where that user reaches the Hub."""
+
+    principal: str
+    binding: str
+    token: str
+    token_id: str
+    hub: str
+    """The Hub's shared socket (other Unix users cannot reach the owner socket)."""
+    connection: Connection
+    """The launcher's own (owner) connection, for the revocation."""
+
+
+def grant_for(home: Path, name: str, binding: str | None) -> tuple[Grant, str | None]:
+    """Delegate a token for principal `name` (an isolated run's user), bound to `binding`
+    or, for a new session, to the principal's scope now. Returns it with the reason its
+    calls would fail (a resumed session keeps its token even then); `NoMemory` when there
+    is no memory to wire at all."""
+    try:
+        connection = _connection(home, start_hub=True)
+        clean_stale_runs(home, connection)
+        with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
+            status = hub.call("/v1/status", {})
+            shared = next((entry["address"] for entry in status.get("listeners", [])
+                           if entry.get("kind") == "shared"), None)
+            if shared is None:
+                raise NoMemory(
+                    "the Hub has no shared socket, so a run as another user cannot reach it: "
+                    "`amux system config set listeners.shared_socket /run/amux/hub.sock`, "
+                    "then restart the Hub; this session runs without amux memory")
+            request: dict[str, object] = {"action": "delegate", "name": name,
+                                          "ttl": TOKEN_TTL_SECONDS}
+            if binding is not None:
+                request["binding"] = binding
+            issued = hub.call("/v1/admin/principals", request)
+    except ClientError as error:
+        if error.code == "invalid_argument" and "principal" in error.message:
+            raise NoMemory(f"no amux principal for Unix user {name!r} ({error.message}); add "
+                           f"one with `amux principal add {name}`; this session runs without "
+                           "amux memory") from None
+        raise NoMemory(_reason(error)) from None
+    grant = Grant(str(issued["principal"]), binding or "", str(issued["token"]),
+                  str(issued["token_id"]), str(shared), connection)
+    try:
+        with HubClient(Connection(grant.hub, grant.token, binding, None, "isolated run"),
+                       timeout=DISCOVERY_TIMEOUT_SECONDS) as agent:
+            answer = agent.call("/v1/binding", {})
+    except ClientError as error:
+        if binding is None:  # a new session: no memory, and no token left behind
+            _revoke(connection, grant.principal, grant.token_id)
+            raise NoMemory(_reason(error)) from None
+        return grant, (f"memory calls of this session will fail until this is fixed: "
+                       f"{error.code}: {error.message}")
+    return Grant(grant.principal, str(answer["binding"]), grant.token, grant.token_id,
+                 grant.hub, connection), None
+
+
+def preview_for(home: Path, name: str) -> Binding:
+    """What `grant_for` would bind, read-only (for `--dry-run`): nothing is issued."""
+    from amux.memory.scope import Identity, resolve_scope
+
+    try:
+        connection = _connection(home, start_hub=False)
+        with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
+            status = hub.call("/v1/status", {})
+            principals = hub.call("/v1/admin/principals", {"action": "list"})["principals"]
+    except ClientError as error:
+        raise NoMemory(_reason(error)) from None
+    if not status.get("memory_enabled"):
+        raise NoMemory(_reason(ClientError("memory_disabled", "")))
+    if not any(entry.get("kind") == "shared" for entry in status.get("listeners", [])):
+        raise NoMemory("the Hub has no shared socket, so a run as another user cannot reach "
+                       "it (listeners.shared_socket)")
+    principal = next((str(entry["principal"]) for entry in principals
+                      if name == entry["principal"] or name in entry.get("aliases", [])), None)
+    if principal is None:
+        raise NoMemory(f"no amux principal for Unix user {name!r}; add one with "
+                       f"`amux principal add {name}`")
+    scope = resolve_scope(Identity(principal), isolation=bool(status["isolation_enabled"]))
+    return Binding(principal, scope.binding)
+
+
+def revoke(grant: Grant) -> None:
+    _revoke(grant.connection, grant.principal, grant.token_id)
 
 
 def check(wired: Wired) -> str | None:
@@ -171,26 +256,14 @@ def _revoke(connection: Connection, principal: str, token_id: str) -> None:
 
 
 def clean_stale_runs(home: Path, connection: Connection) -> None:
-    """Revoke the tokens of, and remove, run directories whose launcher is gone."""
-    root = runs_dir(home)
-    for run_dir in root.iterdir() if root.is_dir() else []:
-        try:
-            pid = int((run_dir / "launcher.pid").read_text())
-        except (OSError, ValueError):
-            pid = 0
-        if pid > 0 and _alive(pid):
-            continue
-        with contextlib.suppress(OSError, ValueError, KeyError):
-            token = json.loads((run_dir / "token.json").read_text())
-            _revoke(connection, str(token["principal"]), str(token["token_id"]))
-        shutil.rmtree(run_dir, ignore_errors=True)
+    """Revoke the tokens of, and remove, run directories whose launcher is gone
+    (this home's and the isolated runs root's)."""
+    from amux.materializer.rundir import runs_root
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    for root in (runs_dir(home), runs_root(create=False)):
+        with contextlib.suppress(OSError):
+            for run_dir, token in rundirs.stale(root):
+                if token is not None:
+                    _revoke(connection, str(token.get("principal")),
+                            str(token.get("token_id")))
+                shutil.rmtree(run_dir, ignore_errors=True)

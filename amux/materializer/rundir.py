@@ -1,0 +1,81 @@
+"""One isolated run's directory: the client copy and the connection config, owned by the target.
+
+    <runs root>/                 root-owned 0711 (traversable, not listable)
+      <session id>/              root-owned 0711; launcher.pid, token.json (no secret)
+        agent-config/            root-owned 0711
+          memory/                the target's, 0700
+            bin/amux             the single-file standard-library client, 0700
+            memory.json          Appendix A connection config: the Hub's shared socket,
+                                 a delegated token bound to the session's binding, 0600
+
+The runs root is outside the owner's 0700 home (`AMUX_RUNS_DIR`, default
+`/var/lib/amux/runs`), so the target can reach its own directory and nothing
+else: other users cannot list the root or enter another run's `memory/`. The
+client copy runs with the target's `python3` (3.9 or newer) and needs nothing of
+the amux installation, which may be unreadable to the target. Cleanup removes the
+whole run directory; a run whose launcher died is removed (and its token
+revoked) by the next launch.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from amux.client.bundle import build_client
+from amux.launcher import rundirs
+from amux.materializer.target import Target
+from amux.memory.durable import write_file_atomic
+
+DEFAULT_RUNS_ROOT = "/var/lib/amux/runs"
+
+
+@dataclass(frozen=True)
+class Materialized:
+    run_dir: Path
+    memory_dir: Path
+    client: Path
+    config: Path
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.client.parent
+
+
+def runs_root(create: bool = True) -> Path:
+    """`AMUX_RUNS_DIR`, else /var/lib/amux/runs; created root-owned 0711 when missing."""
+    root = Path(os.environ.get("AMUX_RUNS_DIR") or DEFAULT_RUNS_ROOT)
+    if create:
+        root.mkdir(mode=0o711, parents=True, exist_ok=True)
+        root.chmod(0o711)
+    return root
+
+
+def materialize(session_id: str, target: Target, hub: str, token: str, binding: str,
+                token_id: str | None, principal: str) -> Materialized:
+    """Write the run directory for one isolated launch (run as root)."""
+    run_dir = runs_root() / session_id
+    shutil.rmtree(run_dir, ignore_errors=True)
+    run_dir.mkdir(mode=0o711)
+    rundirs.claim(run_dir, principal, token_id)
+    config_dir = run_dir / "agent-config"
+    config_dir.mkdir(mode=0o711)
+    memory_dir = config_dir / "memory"
+    memory_dir.mkdir(mode=0o700)
+    bin_dir = memory_dir / "bin"
+    bin_dir.mkdir(mode=0o700)
+    client = build_client(bin_dir / "amux")
+    client.chmod(0o700)
+    config = memory_dir / "memory.json"
+    write_file_atomic(config, json.dumps(
+        {"version": 1, "hub": hub, "token": token, "binding": binding}).encode() + b"\n")
+    for path in (memory_dir, bin_dir, client, config):
+        os.chown(path, target.uid, target.gid, follow_symlinks=False)
+    return Materialized(run_dir, memory_dir, client, config)
+
+
+def remove(run_dir: Path) -> None:
+    shutil.rmtree(run_dir, ignore_errors=True)
