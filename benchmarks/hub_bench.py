@@ -115,8 +115,12 @@ def _throughput(connection: Connection, seconds: float, read: str, writes: list[
 
 @contextlib.contextmanager
 def running_hub(home: Path) -> Iterator[tuple[Connection, dict[str, str]]]:
-    """A Hub on `home` (its memory root holds the corpus), memory on: its owner's
-    connection and the environment a CLI needs to reach it."""
+    """A Hub on `home` (its memory root holds the corpus), memory on, with a shared
+    socket for isolated runs: its owner's connection and the environment a CLI needs."""
+    from amux.hub.config import ConfigFile
+
+    shared = home / "shared" / "hub.sock"
+    ConfigFile(home).set("listeners.shared_socket", str(shared))  # listeners open at start
     hub = subprocess.Popen([sys.executable, "-m", "amux.hub.server", str(home)],
                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:

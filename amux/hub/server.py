@@ -132,6 +132,7 @@ class Hub:
                 self._shared_path = Path(config.shared_socket)
                 self._shared_path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
                 listeners.append(self._listen(self._shared_path, owner=False))
+                _warn_unreachable(self._shared_path)
             if config.tls_address:
                 listeners.append(self._listen_tls(config.tls_address, config.tls_cert,
                                                   config.tls_key))
@@ -174,6 +175,15 @@ class Hub:
             self._loop.wake()
         else:
             self._loop.stop()
+
+
+def _warn_unreachable(path: Path) -> None:
+    """The shared socket exists for other users: say so if a directory above it stops them."""
+    for directory in path.parents:
+        if not directory.stat().st_mode & stat.S_IXOTH:
+            log.warning("the shared socket %s is not reachable by other users: %s is not "
+                        "traversable", path, directory)
+            return
 
 
 def _silence_stdout() -> None:

@@ -22,10 +22,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from amux.client.bundle import build_client
+from amux.client.wire import ClientError
 from amux.launcher import rundirs
 from amux.materializer.target import Target
 from amux.memory.durable import write_file_atomic
@@ -51,6 +53,11 @@ def runs_root(create: bool = True) -> Path:
     if create:
         root.mkdir(mode=0o711, parents=True, exist_ok=True)
         root.chmod(0o711)
+        for directory in [root, *root.parents]:
+            if not directory.stat().st_mode & stat.S_IXOTH:
+                raise ClientError("invalid_argument", f"the runs directory {root} is not "
+                                  f"reachable by other users: {directory} is not traversable "
+                                  "(set AMUX_RUNS_DIR to a directory under traversable ones)")
     return root
 
 

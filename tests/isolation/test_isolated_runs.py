@@ -1,0 +1,342 @@
+"""Isolated runs as other Unix users: real users, a real Hub with isolation on, real DAC.
+
+Needs root (CI runs as root): the tests create two throwaway users A and B, a Hub
+with `isolation.enabled` and a shared socket, and launch agents with `amux run
+--as-user`. Scripted agents named `pi` (the CLI channel) and `claude` (the MCP
+channel) record what they were given and use memory through the copied client;
+the real Pi CLI runs as A against a scripted loopback model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import pwd
+import secrets
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hubproc import HubProcess
+from tests.mockmodel import MockModel, Text, ToolCall
+from tests.peers import npm_bin
+
+AGENT = '''#!/usr/bin/python3
+import json, os, subprocess, sys, time
+if sys.argv[1:] == ["--version"]:
+    print("scripted 1.0")
+    sys.exit(0)
+log = os.environ["ISO_LOG"]
+record = {"uid": os.getuid(), "gid": os.getgid(), "groups": sorted(os.getgroups()),
+          "argv": sys.argv[1:], "env": dict(os.environ)}
+def run(*args, stdin=b""):
+    done = subprocess.run(list(args), input=stdin, capture_output=True)
+    return {"code": done.returncode, "out": done.stdout.decode(), "err": done.stderr.decode()}
+action = os.environ.get("ISO_ACTION", "")
+if "upsert" in action:
+    record["which"] = run("which", "amux")["out"].strip()
+    record["upsert"] = run("amux", "memory", "upsert", "notes/a.md", "--expected-revision",
+                           "absent", stdin=b"isolated note\\n")
+    record["search"] = run("amux", "memory", "search", "isolated")
+    record["global"] = subprocess.run(["amux", "memory", "search", "isolated"],
+                                      env={**os.environ, "AMUX_MEMORY_BINDING": "global"},
+                                      capture_output=True, text=True).stdout
+if "mcp" in action:
+    config = json.loads(next(a for a in sys.argv if a.startswith("--mcp-config="))
+                        .split("=", 1)[1])["mcpServers"]["amux"]
+    server = subprocess.Popen([config["command"], *config["args"]], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, env={**os.environ, **config["env"]})
+    lines = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                 "protocolVersion": "2025-06-18", "capabilities": {},
+                 "clientInfo": {"name": "scripted", "version": "1"}}},
+             {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+                 "name": "memory_upsert", "arguments": {"path": "notes/mcp.md",
+                 "content": "via mcp\\n", "expected_revision": "absent"}}}]
+    out, _ = server.communicate("".join(json.dumps(l) + "\\n" for l in lines).encode(), 30)
+    record["mcp"] = [json.loads(l) for l in out.decode().splitlines()]
+if "peek" in action:
+    record["peek"] = {path: run("cat", path) for path in os.environ["ISO_PEEK"].split(":")}
+with open(log, "a") as handle:
+    handle.write(json.dumps(record) + "\\n")
+if "wait" in action:
+    with open(log + ".pid", "w") as handle:
+        handle.write(str(os.getpid()))
+    time.sleep(60)
+sys.exit(int(os.environ.get("ISO_EXIT", "0")))
+'''
+
+
+@dataclass
+class World:
+    hub: HubProcess
+    users: dict[str, pwd.struct_passwd]
+    runs: Path
+    agents: Path
+    shared: Path
+    scratch: Path
+
+    def scope_dir(self, user: str) -> Path:
+        digest = hashlib.sha256(user.encode()).hexdigest()
+        return self.hub.home / "memory" / "users" / digest
+
+    def launch(self, user: str, agent: str, *args: str, env: dict[str, str] | None = None,
+               options: tuple[str, ...] = (), wait: bool = True,
+               ) -> subprocess.CompletedProcess[str] | subprocess.Popen[str]:
+        environment = {k: v for k, v in os.environ.items()
+                       if k not in ("AMUX_MEMORY_CONFIG", "AMUX_HUB", "AMUX_TOKEN")}
+        environment.update({"AMUX_HOME": str(self.hub.home), "AMUX_RUNS_DIR": str(self.runs),
+                            "ISO_LOG": str(self.log), **(env or {})})
+        argv = [sys.executable, "-m", "amux", "run", "--as-user", user, *options, agent,
+                "--", *args]
+        if not wait:
+            return subprocess.Popen(argv, env=environment, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    cwd=self.scratch)
+        return subprocess.run(argv, env=environment, stdin=subprocess.DEVNULL, text=True,
+                              capture_output=True, timeout=120, cwd=self.scratch)
+
+    @property
+    def log(self) -> Path:
+        return self.scratch / "agent.log"
+
+    def records(self) -> list[dict[str, Any]]:
+        lines = self.log.read_text().splitlines() if self.log.exists() else []
+        return [json.loads(line) for line in lines]
+
+    def as_user(self, user: str, *argv: str) -> subprocess.CompletedProcess[str]:
+        entry = self.users[user]
+        return subprocess.run(list(argv), user=entry.pw_uid, group=entry.pw_gid,
+                              extra_groups=[], capture_output=True, text=True, timeout=60,
+                              cwd="/")
+
+    def live_tokens(self) -> list[dict[str, Any]]:
+        principals = self.hub.call("/v1/admin/principals", {"action": "list"})[1]["principals"]
+        return [t for p in principals for t in p["tokens"] if t["kind"] != "login"]
+
+
+def _require_root() -> None:
+    if os.geteuid() == 0:
+        return
+    message = "isolated runs need root (to create users and switch to them)"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def world(short_home: Path) -> Iterator[World]:
+    _require_root()
+    tag = secrets.token_hex(3)
+    names = [f"amuxt-a-{tag}", f"amuxt-b-{tag}"]
+    scratch = Path(tempfile.mkdtemp(prefix="amux-iso-"))
+    scratch.chmod(0o777)  # the agents (as A) write their records here
+    shared = Path(tempfile.mkdtemp(prefix="amux-shared-")) / "hub.sock"
+    shared.parent.chmod(0o755)
+    runs = Path(tempfile.mkdtemp(prefix="amux-runs-")) / "runs"
+    runs.parent.chmod(0o711)  # like /var/lib: traversable
+    agents = scratch / "bin"
+    agents.mkdir(mode=0o755)
+    for name in ("pi", "claude"):
+        (agents / name).write_text(AGENT)
+        (agents / name).chmod(0o755)
+    for name in names:
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True)
+    first = HubProcess(short_home)
+    hub = first
+    try:
+        for key, value in (("memory.enabled", "true"), ("isolation.enabled", "true"),
+                           ("listeners.shared_socket", str(shared))):
+            first.call("/v1/admin/config", {"action": "set", "key": key, "value": value})
+        for name in names:
+            first.call("/v1/admin/principals", {"action": "add", "name": name})
+        first.stop()
+        hub = HubProcess(short_home)  # the shared socket opens at start
+        yield World(hub, {n: pwd.getpwnam(n) for n in names}, runs, agents, shared, scratch)
+    finally:
+        hub.stop()
+        for name in names:
+            subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+            subprocess.run(["userdel", "--remove", name], capture_output=True)
+        for path in (scratch, shared.parent, runs.parent):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def user_a(world: World) -> str:
+    return sorted(world.users)[0]
+
+
+def user_b(world: World) -> str:
+    return sorted(world.users)[1]
+
+
+def test_an_isolated_agent_uses_memory_through_its_copy(world: World) -> None:
+    a = user_a(world)
+    entry = world.users[a]
+    done = world.launch(a, str(world.agents / "pi"), env={"ISO_ACTION": "upsert"})
+    assert done.returncode == 0, done.stderr
+    [record] = world.records()
+    assert (record["uid"], record["gid"]) == (entry.pw_uid, entry.pw_gid)
+    assert 0 not in record["groups"]  # none of root's groups
+    assert record["which"].startswith(str(world.runs))
+    assert record["which"].endswith("/agent-config/memory/bin/amux")
+    assert record["upsert"]["code"] == 0, record["upsert"]
+    assert "notes/a.md" in record["search"]["out"]
+    # The binding is A's; declaring global instead is refused (nothing falls back to global).
+    assert json.loads(record["global"])["error"]["code"] == "binding_mismatch"
+    assert (world.scope_dir(a) / "notes" / "a.md").read_text() == "isolated note\n"
+    assert not (world.hub.home / "memory" / "global" / "notes").exists()
+
+    done = world.launch(a, str(world.agents / "claude"), "-p", "x", env={"ISO_ACTION": "mcp"})
+    assert done.returncode == 0, done.stderr
+    answer = world.records()[1]["mcp"][-1]["result"]
+    assert answer["isError"] is False, answer
+    assert (world.scope_dir(a) / "notes" / "mcp.md").read_text() == "via mcp\n"
+
+
+def test_the_store_is_unreadable_to_the_users_themselves(world: World) -> None:
+    a, b = user_a(world), user_b(world)
+    assert world.launch(a, str(world.agents / "pi"), env={"ISO_ACTION": "upsert"}
+                        ).returncode == 0
+    document = world.scope_dir(a) / "notes" / "a.md"
+    root = world.hub.home / "memory"
+    assert stat.S_IMODE(root.stat().st_mode) == 0o700
+    assert stat.S_IMODE(world.scope_dir(a).stat().st_mode) == 0o700
+    assert stat.S_IMODE(document.stat().st_mode) == 0o600
+    assert document.stat().st_uid == os.geteuid()  # the Hub's user
+    for user in (a, b):
+        assert world.as_user(user, "cat", str(document)).returncode != 0
+        assert world.as_user(user, "ls", str(root)).returncode != 0
+
+
+def test_other_users_cannot_reach_a_runs_config_or_client(world: World) -> None:
+    a, b = user_a(world), user_b(world)
+    running = world.launch(a, str(world.agents / "pi"), env={"ISO_ACTION": "wait"},
+                           wait=False)
+    assert isinstance(running, subprocess.Popen)
+    try:
+        pid_file = Path(str(world.log) + ".pid")
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        [run_dir] = list(world.runs.iterdir())
+        memory = run_dir / "agent-config" / "memory"
+        config = memory / "memory.json"
+        assert stat.S_IMODE(memory.stat().st_mode) == 0o700
+        assert stat.S_IMODE(config.stat().st_mode) == 0o600
+        assert memory.stat().st_uid == world.users[a].pw_uid
+        assert world.as_user(a, "cat", str(config)).returncode == 0  # A's own
+        assert world.as_user(b, "cat", str(config)).returncode != 0
+        assert world.as_user(b, "cat", str(memory / "bin" / "amux")).returncode != 0
+        assert world.as_user(b, "ls", str(world.runs)).returncode != 0  # not listable
+        # A's credential cannot reach B's scope (or global) through the Hub either.
+        token = json.loads(config.read_text())["token"]
+        for binding in ("global", f"principal:{hashlib.sha256(b.encode()).hexdigest()}"):
+            status, body = world.hub.call("/v1/memory/search", {"query": "x"}, token,
+                                          binding=binding)
+            assert (status, body["error"]["code"]) == (403, "binding_mismatch")
+    finally:
+        running.send_signal(signal.SIGTERM)
+        running.communicate(timeout=60)
+
+
+def test_the_copy_works_when_the_installation_is_unreadable(world: World) -> None:
+    a = user_a(world)
+    prefix = Path(sys.prefix)
+    venv = sys.prefix != sys.base_prefix
+    mode = stat.S_IMODE(prefix.stat().st_mode)
+    if venv:
+        prefix.chmod(0o700)
+    try:
+        assert world.as_user(a, "ls", str(prefix)).returncode != 0
+        assert world.as_user(a, "ls", str(world.agents / "pi")).returncode == 0  # the agent
+        done = world.launch(a, str(world.agents / "pi"), env={"ISO_ACTION": "upsert"})
+        assert done.returncode == 0, done.stderr
+        assert world.records()[0]["upsert"]["code"] == 0
+    finally:
+        prefix.chmod(mode)
+
+
+@pytest.mark.parametrize("ending", ["exit", "crash", "SIGKILL"])
+def test_nothing_remains_after_the_agent_ends(world: World, ending: str) -> None:
+    a = user_a(world)
+    tokens = len(world.live_tokens())
+    env = {"ISO_ACTION": "wait" if ending == "SIGKILL" else "",
+           "ISO_EXIT": "70" if ending == "crash" else "0"}
+    running = world.launch(a, str(world.agents / "pi"), env=env, wait=False)
+    assert isinstance(running, subprocess.Popen)
+    if ending == "SIGKILL":
+        pid_file = Path(str(world.log) + ".pid")
+        deadline = time.monotonic() + 30
+        while not pid_file.exists() or not pid_file.read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    running.communicate(timeout=60)
+    assert running.returncode == {"exit": 0, "crash": 70, "SIGKILL": 137}[ending]
+    assert list(world.runs.iterdir()) == []
+    assert len(world.live_tokens()) == tokens
+
+
+def test_the_service_environment_never_reaches_the_agent(world: World) -> None:
+    a = user_a(world)
+    home = world.users[a].pw_dir
+    inherited = {"CODEX_HOME": "/root/.codex", "PI_CODING_AGENT_DIR": "/root/.pi/agent",
+                 "CLAUDE_CONFIG_DIR": "/root/.claude", "AMUX_TOKEN": "amux_" + "s" * 43,
+                 "ANTHROPIC_API_KEY": "sk-service-secret", "OPENAI_API_KEY": "sk-other",
+                 "PATH": f"/usr/bin:/bin:/usr/bin:{os.environ['PATH']}"}
+    plan = world.launch(a, str(world.agents / "pi"), env=inherited,
+                        options=("--dry-run", "--pass-env", "OPENAI_API_KEY"))
+    assert plan.returncode == 0, plan.stderr
+    changes = json.loads(plan.stdout)["env"]
+    assert changes["CODEX_HOME"] == f"{home}/.codex"
+    assert changes["PI_CODING_AGENT_DIR"] == f"{home}/.pi/agent"
+    assert changes["CLAUDE_CONFIG_DIR"] is None and changes["AMUX_TOKEN"] is None
+    assert changes["ANTHROPIC_API_KEY"] is None and "OPENAI_API_KEY" not in changes
+    assert changes["HOME"] == home
+    assert json.loads(plan.stdout)["as_user"]["user"] == a
+    done = world.launch(a, str(world.agents / "pi"), env=inherited,
+                        options=("--pass-env", "OPENAI_API_KEY"))
+    assert done.returncode == 0, done.stderr
+    seen = world.records()[0]["env"]
+    assert seen["CODEX_HOME"] == f"{home}/.codex"
+    assert seen["PI_CODING_AGENT_DIR"] == f"{home}/.pi/agent"
+    assert "CLAUDE_CONFIG_DIR" not in seen and "ANTHROPIC_API_KEY" not in seen
+    assert seen["OPENAI_API_KEY"] == "sk-other"  # passed explicitly
+    assert not [k for k in seen if k.startswith("AMUX_") and k != "AMUX_MEMORY_CONFIG"]
+    items = seen["PATH"].split(os.pathsep)
+    assert len(items) == len(set(items))  # no duplicate PATH entries
+
+
+def test_the_real_pi_runs_isolated_against_a_scripted_model(world: World) -> None:
+    pi = npm_bin("pi")
+    a = user_a(world)
+    entry = world.users[a]
+    upsert = "amux memory upsert notes/pi.md --expected-revision absent <<'EOF'\nfrom pi\nEOF"
+    with MockModel([ToolCall("bash", {"command": upsert}), Text("Saved.")]) as model:
+        agent_dir = Path(entry.pw_dir) / ".pi" / "agent"  # provisioned for A explicitly
+        agent_dir.mkdir(parents=True)
+        (agent_dir / "models.json").write_text(json.dumps({"providers": {"mock": {
+            "baseUrl": model.base_url, "api": "openai-completions", "apiKey": "sk-dummy",
+            "models": [{"id": "mock-model"}]}}}))
+        for path in (agent_dir.parent, agent_dir, agent_dir / "models.json"):
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+        done = world.launch(a, str(pi), "-p", "--model", "mock/mock-model", "Remember.",
+                            env={"PI_OFFLINE": "1"})
+        assert done.returncode == 0, done.stdout + done.stderr
+    [result] = model.tool_results("bash")
+    assert "error" not in result.text.lower(), result.text
+    assert (world.scope_dir(a) / "notes" / "pi.md").read_text() == "from pi\n"
+    assert "amux memory protocol v1 (CLI)" in model.main()[0].instructions
