@@ -1,5 +1,3 @@
-"""The materializer for isolated launches as another Unix user: copies the single-file
-standard-library client and a 0600 connection config into `<run>/agent-config/memory/`.
-
-Not built yet: see SPEC §6.
-"""
+"""Isolated launches as another Unix user (`amux run --as-user`): the target and its
+environment (`target`), and the run directory holding the single-file client copy and a
+0600 connection config owned by the target (`rundir`). See docs/isolation.md."""

@@ -37,3 +37,4 @@ def test_the_new_rollout_names_the_thread(tmp_path: Path) -> None:
     new = day / "rollout-2026-11-30T05-01-00-new.jsonl"
     new.write_text(json.dumps({"type": "session_meta", "payload": {"id": "thread-7"}}) + "\n")
     assert codex_new_session(before, env) == "thread-7"
+
