@@ -64,3 +64,30 @@ def principal_main(argv: list[str]) -> int:
         return _call("/v1/admin/principals", body)
 
     return run("amux principal", parser.parse_args, argv, act)
+
+
+def secrets_main(argv: list[str]) -> int:
+    parser = strict_parser(prog="amux system secrets", description="The secret guard's "
+                           "per-scope allow list: a false positive's fingerprint (from the "
+                           "secret_detected error) allowed for one scope only. Owner only; "
+                           "there is no global off switch.")
+    commands = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
+    for action, text in (("allow", "allow this fingerprint in the scope"),
+                         ("remove", "take an allowed fingerprint back")):
+        command = commands.add_parser(action, help=text)
+        command.add_argument("fingerprint")
+        _scope_options(command)
+    _scope_options(commands.add_parser("list", help="the scope's allowed fingerprints"))
+
+    def act(args: argparse.Namespace) -> Any:
+        body = {key: value for key, value in vars(args).items() if value is not None}
+        return _call("/v1/admin/secrets", body)
+
+    return run("amux system secrets", parser.parse_args, argv, act)
+
+
+def _scope_options(command: argparse.ArgumentParser) -> None:
+    which = command.add_mutually_exclusive_group()
+    which.add_argument("--principal", help="the scope of this principal (default: the owner's)")
+    which.add_argument("--binding", help="the scope with this binding (global or "
+                       "principal:<sha256>)")

@@ -39,8 +39,16 @@ def main(argv: list[str] | None = None) -> int:
         from amux.cli.run import sessions_main
 
         return sessions_main(args[1:])
+    if args[:1] == ["eval"]:
+        from amux.cli.eval import eval_main
+
+        return eval_main(args[1:])
     if args[:2] == ["protocol", "show"]:
         return _protocol_show(args[2:])
+    if args[:2] == ["system", "secrets"]:
+        from amux.cli.admin import secrets_main
+
+        return _local_hub_error("amux system secrets", args[2:]) or secrets_main(args[2:])
     if args[:1] == ["principal"]:
         from amux.cli.admin import principal_main
 
@@ -50,12 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="amux",
         description="amux memory: shared, file-based long-term memory for coding agents.",
-        epilog="commands: `amux memory search|show|upsert|forget|export` (talk to the Hub); "
+        epilog="commands: `amux memory search|show|upsert|forget|export|doctor` (talk to the Hub); "
         "`amux run [--dry-run] [--resume ID] AGENT [-- ARGS]` (launch an agent with memory); "
-        "`amux sessions list|show`; "
+        "`amux sessions list|show`; `amux eval live` (how well a model uses memory through "
+        "the real agent); "
         "`amux memory mcp` (the stdio MCP server); `amux protocol show [--mcp|--cli]`; "
         "`amux hub serve|start|stop|status|reload`; "
-        "`amux system config get|set`, `amux principal add|alias|token|revoke|delegate|list` "
+        "`amux system config get|set`, `amux system secrets allow|remove|list`, "
+        "`amux principal add|alias|token|revoke|delegate|list` "
         "(owner only).",
     )
     parser.add_argument("--version", action="version", version=f"amux {__version__}")

@@ -28,6 +28,21 @@ def render(value: Any) -> None:
         if value["truncated"]:
             notes.append("more hits or documents were left out")
         console.print("; ".join(notes), style="dim")
+    elif isinstance(value, dict) and "findings" in value and "quota" in value:  # doctor
+        console.print(f"scope {value['scope']}: {value['documents']} documents, "
+                      f"{value['bytes']:,} bytes")
+        table = Table("severity", "category", "path", "message", show_lines=True)
+        for finding in value["findings"]:
+            table.add_row(finding["severity"], finding["category"], finding["path"] or "(scope)",
+                          finding["message"])
+        console.print(table if value["findings"] else "No findings.")
+        quota = Table("quota", "used", "limit", "path")
+        for row in value["quota"]:
+            quota.add_row(row["quota"], f"{row['used']:,}", f"{row['limit']:,}", row["path"] or "")
+        console.print(quota)
+        if value["truncated"] or value["incomplete"]:
+            console.print("more findings than shown, or only part of the scope was checked: "
+                          "see --json", style="dim")
     elif isinstance(value, dict) and "documents" in value:
         table = Table("path", "bytes", "revision", "modified")
         for document in value["documents"]:

@@ -24,16 +24,18 @@ if TYPE_CHECKING:
 class Arg:
     """One argument: a positional `name` or an option `--name`, as argparse takes it."""
 
-    __slots__ = ("default", "help", "metavar", "name", "nargs", "required", "type")
+    __slots__ = ("default", "flag", "help", "metavar", "name", "nargs", "required", "type")
 
     def __init__(self, name: str, help: str | None = None, *,
                  type: Callable[[str], Any] = str,
                  default: Any = None, required: bool = False, nargs: str | None = None,
-                 metavar: str | None = None) -> None:
+                 metavar: str | None = None, flag: bool = False) -> None:
         self.name = name
         self.help = help
         self.type = type
-        self.default = default
+        self.flag = flag
+        """An option without a value (argparse `store_true`)."""
+        self.default = False if flag else default
         self.required = required
         self.nargs = nargs
         self.metavar = metavar
@@ -88,6 +90,11 @@ def quick_parse(commands: dict[str, Command], flags: tuple[str, ...],
             arg = options.get(key)
             if arg is None:
                 return None  # help, an abbreviation, `--`, a typo: argparse knows
+            if arg.flag:
+                if equals:
+                    return None
+                values[arg.dest] = True
+                continue
             if not equals:
                 if index == len(rest) or rest[index].startswith("-"):
                     return None
@@ -137,6 +144,9 @@ class Parser:
                 continue
             sub = subparsers.add_parser(name, help=command.help)
             for arg in command.args:
+                if arg.flag:
+                    sub.add_argument(arg.name, action="store_true", help=arg.help)
+                    continue
                 extra: dict[str, Any] = {"help": arg.help, "type": arg.type,
                                          "default": arg.default}
                 if arg.nargs:

@@ -54,6 +54,10 @@ COMMANDS: dict[str, Command] = {
         Arg("--limit", "at most this many, 1-1000 (default 100)", type=int)),
     "edit": Command("edit a document in $VISUAL/$EDITOR, then save it conditionally "
                     "(for people)", Arg("path")),
+    "doctor": Command(
+        "read-only health report of your memory scope: entry size and detail, missing "
+        "descriptions, duplicates, dangling links, project ids, old documents, quota headroom",
+        Arg("--json", "the machine form (JSON) instead of the readable report", flag=True)),
     "mcp": Command("serve the amux MCP tools on stdin/stdout (for agents; never starts a Hub)"),
 }
 
@@ -146,6 +150,13 @@ def _run(args: Any) -> Any:
             from amux.client.edit import edit
 
             return edit(client, args.path)
+        if args.command == "doctor":
+            result = client.call("/v1/memory/doctor", {})
+            if args.json or args.pretty:
+                return result
+            from amux.client.doctor import report
+
+            return report(result).encode("utf-8")
         return _export(client, args.path)
 
 

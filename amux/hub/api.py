@@ -16,11 +16,15 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
     POST /v1/memory/forget   {path, expected_revision}
     POST /v1/memory/list     {path_prefix?, limit?}  -> {documents: [{path, bytes,
                              revision, modified_at}], truncated}     (for people)
+    POST /v1/memory/doctor   {}  -> read-only health report of the scope (amux.memory.doctor)
     POST /v1/binding         {}  -> {principal, binding}   (what a launcher freezes)
     POST /v1/status          {}  -> hub status (SPEC Appendix A)
     POST /v1/admin/reload    {}  re-read config.toml                  owner only
     POST /v1/admin/config    {action: get|set, key, value?}          owner only
     POST /v1/admin/principals {action: add|alias|token|revoke|delegate|list, ...}  owner only
+    POST /v1/admin/secrets   {action: allow|remove|list, fingerprint?, principal? | binding?}
+                             a scope's secret-guard allow list (default: the owner's
+                             own scope)                                 owner only
 """
 
 from __future__ import annotations
@@ -32,7 +36,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from amux.hub.config import ConfigFile, HubConfig
-from amux.hub.identities import LOGIN, Credential, Registry, check_binding, check_name
+from amux.hub.identities import (
+    LOGIN,
+    Credential,
+    Registry,
+    check_binding,
+    check_binding_value,
+    check_name,
+)
 from amux.memory import wire
 from amux.memory.errors import (
     AmuxError,
@@ -41,7 +52,7 @@ from amux.memory.errors import (
     InvalidArgument,
     MemoryDisabled,
 )
-from amux.memory.scope import Identity, Scope, resolve_scope
+from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
 from amux.memory.store import Store
 
 log = logging.getLogger("amux.hub")
@@ -52,6 +63,7 @@ _MEMORY_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "upsert": (frozenset({"path", "content", "expected_revision"}), frozenset()),
     "forget": (frozenset({"path", "expected_revision"}), frozenset()),
     "list": (frozenset(), frozenset({"path_prefix", "limit"})),
+    "doctor": (frozenset(), frozenset()),
 }
 """Required and optional fields of each memory operation (SPEC Appendix A)."""
 
@@ -104,6 +116,7 @@ class HubApi:
             "/v1/admin/reload": self._admin_reload,
             "/v1/admin/config": self._admin_config,
             "/v1/admin/principals": self._admin_principals,
+            "/v1/admin/secrets": self._admin_secrets,
         }
 
     def status(self) -> dict[str, Any]:
@@ -175,6 +188,8 @@ class HubApi:
             )
         if operation == "list":
             return self.store.list(scope, body.get("path_prefix"), body.get("limit"))
+        if operation == "doctor":
+            return self.store.doctor(scope)
         return self.store.forget(scope, body["path"], body["expected_revision"])
 
     def _binding(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
@@ -243,6 +258,41 @@ class HubApi:
                 binding = resolve_scope(identity, isolation=self.config.isolation_enabled).binding
             return registry.delegate(name, binding, body.get("ttl")).to_wire()
         raise InvalidArgument(f"unknown principals action {action!r}")
+
+
+    def _admin_secrets(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
+        """The secret guard's per-scope allow list (docs/store.md "Secret guard").
+
+        Owner only, like every other change of what the Hub accepts: an agent holds a
+        delegated token of its principal, so letting a scope's own principal allow
+        values would let the agent that tried to save a secret wave it through.
+        """
+        self._require_owner(request, credential)
+        action = body.get("action")
+        target = frozenset({"principal", "binding"})
+        if action == "list":
+            _check_fields("secrets list", body, frozenset({"action"}), target)
+            return self.store.allowed_secrets(self._secrets_scope(credential, body))
+        if action in ("allow", "remove"):
+            _check_fields(f"secrets {action}", body, frozenset({"action", "fingerprint"}), target)
+            scope = self._secrets_scope(credential, body)
+            return self.store.allow_secret(scope, body["fingerprint"], allow=action == "allow")
+        raise InvalidArgument(f"secrets action must be allow, remove or list, got {action!r}")
+
+    def _secrets_scope(self, credential: Credential, body: dict[str, Any]) -> Scope:
+        """The scope an allow-list request names: a principal's current scope, an explicit
+        binding, or (neither) the owner's own current scope."""
+        if "principal" in body and "binding" in body:
+            raise InvalidArgument("name the scope by principal or by binding, not both")
+        if "binding" in body:
+            binding = check_binding_value(body["binding"])
+            if binding == GLOBAL.binding:
+                return GLOBAL
+            return Scope(binding, ("users", binding.removeprefix("principal:")))
+        name = credential.principal
+        if "principal" in body:
+            name = self.registry.resolve(check_name(body["principal"]))
+        return resolve_scope(Identity(name), isolation=self.config.isolation_enabled)
 
 
 def _parse_body(body: bytes) -> dict[str, Any]:

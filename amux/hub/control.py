@@ -10,6 +10,7 @@ cannot produce two writers.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -85,6 +86,9 @@ def start(home: Path) -> dict[str, Any]:
             code = process.wait(timeout=READY_TIMEOUT)
             raise ClientError("internal", f"the Hub did not start (exit {code}); see "
                               f"{log_path(home)}: {_tail(log_path(home))}")
+        # It outlives us as a daemon; a long-lived caller reaps it in `stop` (the
+        # returncode set here keeps Popen from warning that it is still running).
+        process.returncode = 0
         return ready
 
 
@@ -115,6 +119,8 @@ def stop(home: Path) -> dict[str, Any]:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + READY_TIMEOUT
     while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):  # our own child (started by us): reap it
+            os.waitpid(pid, os.WNOHANG)
         try:
             os.kill(pid, 0)
         except ProcessLookupError:

@@ -16,7 +16,8 @@ else in amux re-invents that mapping: the Hub and the CLI read it from here
     ├── Forbidden            forbidden           403  exit 5
     ├── BindingMismatch      binding_mismatch    403  exit 5
     ├── QuotaExceeded        quota_exceeded      413  exit 6   (+ quota, limit, actual)
-    ├── SecretDetected       secret_detected     422  exit 7   (+ line, rule; never the secret)
+    ├── SecretDetected       secret_detected     422  exit 7   (+ line, rule, fingerprint,
+    │                                                            findings; never the secret)
     ├── NotFound             not_found           404  exit 1
     └── InternalError        internal            500  exit 1
         └── RootLocked       internal            500  exit 1   (a second exclusive opener)
@@ -134,19 +135,48 @@ class QuotaExceeded(AmuxError):
 
 
 class SecretDetected(AmuxError):
+    """Content that looks like a credential (`amux.memory.secretguard`).
+
+    The wire error names the first finding's 1-based `line`, `rule` and
+    `fingerprint`, and lists every finding (at most 20) in `findings`; it never
+    holds the value itself. The fingerprint is what the Hub's owner allows.
+    """
+
     code = "secret_detected"
     http_status = 422
     exit_code = 7
 
-    def __init__(self, line: int, rule: str) -> None:
-        super().__init__(
-            f"line {line} looks like a credential (rule {rule}); secrets are not stored"
+    def __init__(self, line: int, rule: str, fingerprint: str | None = None,
+                 findings: list[dict[str, Any]] | None = None, total: int | None = None,
+                 ) -> None:
+        listed = len(findings) if findings else 1
+        more = (total or listed) - 1
+        message = (
+            f"line {line} looks like a credential (rule {rule}); secrets are not stored in "
+            "memory: remove it, or write where it is kept instead (a vault entry, an "
+            "environment variable's name)"
         )
+        if more:
+            message += f"; {more} more finding{'s' if more > 1 else ''}"
+            message += " in `findings`" if more < listed else f" (`findings` lists {listed})"
+        if fingerprint is not None:
+            message += (
+                ". If it is not a secret, the Hub's owner can allow exactly this value in "
+                f"this scope: amux system secrets allow {fingerprint}"
+            )
+        super().__init__(message)
         self.line = line
         self.rule = rule
+        self.fingerprint = fingerprint
+        self.findings = findings
 
     def details(self) -> dict[str, Any]:
-        return {"line": self.line, "rule": self.rule}
+        extra: dict[str, Any] = {"line": self.line, "rule": self.rule}
+        if self.fingerprint is not None:
+            extra["fingerprint"] = self.fingerprint
+        if self.findings is not None:
+            extra["findings"] = self.findings
+        return extra
 
 
 class NotFound(AmuxError):

@@ -21,7 +21,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from amux.memory import durable, fs, quota, read, rootlock
+from amux.memory import doctor, durable, fs, quota, read, rootlock, secretguard
 from amux.memory.cache import SearchCache
 from amux.memory.errors import InvalidArgument, InvalidPath, NotUtf8, RevisionConflict
 from amux.memory.limits import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, SCAN_MAX_DIR_ENTRIES
@@ -158,6 +158,12 @@ class Store:
                 walk = fs.TreeWalk(base, label + "/" if prefix else "", SCAN_MAX_DIR_ENTRIES)
                 return _listing(walk, count)
 
+    def doctor(self, scope: Scope) -> dict[str, Any]:
+        """Read-only health report of the scope (`amux memory doctor`; `amux.memory.doctor`)."""
+        with self._scope_dir(scope, create=False) as scope_fd:
+            collected = doctor.collect(scope_fd)
+        return doctor.diagnose(collected, scope.binding, self.wall_clock())
+
     def usage(self, scope: Scope) -> ScopeUsage:
         """Count the scope's documents and bytes now."""
         with self._scope_dir(scope, create=False) as scope_fd:
@@ -173,6 +179,7 @@ class Store:
         expected = check_expected(expected_revision)
         data = _utf8(content, logical)
         quota.check_document(logical, data)
+        self._check_secrets(scope, data)
         with self._write_lock(scope), self._scope_dir(scope, create=True) as scope_fd:
             assert scope_fd is not None
             with ExitStack() as stack:
@@ -216,6 +223,51 @@ class Store:
                 cached[0].documents -= 1
                 cached[0].bytes -= len(current[0])
         return {"path": logical.text, "deleted": True}
+
+    # -- the secret guard's allow list (docs/store.md "Secret guard") ---------------
+
+    def allowed_secrets(self, scope: Scope) -> dict[str, Any]:
+        """The fingerprints the scope's allow list holds."""
+        with self._scope_dir(scope, create=False) as scope_fd:
+            found = _read_allow_list(scope_fd)
+        fingerprints = sorted(secretguard.parse_allow_list(found or b""))
+        return {"binding": scope.binding, "fingerprints": fingerprints}
+
+    def allow_secret(self, scope: Scope, fingerprint: str, *, allow: bool = True) -> (
+        dict[str, Any]
+    ):
+        """Add (or, `allow=False`, remove) one fingerprint in the scope's allow list."""
+        fingerprint = _fingerprint(fingerprint)
+        with self._write_lock(scope), self._scope_dir(scope, create=allow) as scope_fd:
+            old = _read_allow_list(scope_fd)
+            had = fingerprint in secretguard.parse_allow_list(old or b"")
+            if scope_fd is not None and had != allow:
+                new = secretguard.render_allow_list(
+                    old, add=fingerprint if allow else None, remove=None if allow else fingerprint)
+                durable.write_atomic_at(scope_fd, secretguard.ALLOW_LIST_NAME, new)
+                old = new
+        fingerprints = sorted(secretguard.parse_allow_list(old or b""))
+        change = {"added": not had} if allow else {"removed": had}
+        return {"binding": scope.binding, "fingerprint": fingerprint, **change,
+                "fingerprints": fingerprints}
+
+    def _check_secrets(self, scope: Scope, data: bytes) -> None:
+        """Refuse content that looks like a credential, unless the scope allows the value.
+
+        Runs before the write lock (it is pure computation); the allow list is read
+        only when something was found, so a clean write costs the scan alone.
+        """
+        findings = secretguard.scan(data)
+        if not findings:
+            return
+        try:
+            with self._scope_dir(scope, create=False) as scope_fd:
+                found = _read_allow_list(scope_fd)
+        except InvalidPath:
+            found = None  # an allow list that is not a regular file allows nothing
+        refused = secretguard.refused(findings, secretguard.parse_allow_list(found or b""))
+        if refused:
+            raise secretguard.refusal(refused)
 
     # -- helpers -------------------------------------------------------------------
 
@@ -338,3 +390,16 @@ def _utf8(content: str | bytes, logical: LogicalPath) -> bytes:
     raise InvalidArgument("content must be text")
 
 
+def _read_allow_list(scope_fd: int | None) -> bytes | None:
+    """The scope's allow-list file, or None (no scope directory, no file)."""
+    if scope_fd is None:
+        return None
+    found = fs.read_at(scope_fd, secretguard.ALLOW_LIST_NAME, secretguard.ALLOW_LIST_NAME)
+    return None if found is None else found[0]
+
+
+def _fingerprint(value: object) -> str:
+    try:
+        return secretguard.check_fingerprint(value)
+    except ValueError as exc:
+        raise InvalidArgument(str(exc)) from None

@@ -1,6 +1,8 @@
-"""`amux system config` and `amux principal` against a real Hub, through the real CLI."""
+"""`amux system config|secrets` and `amux principal` against a real Hub, through the real CLI."""
 
 from __future__ import annotations
+
+import json
 
 from tests.hubproc import HubProcess, amux
 
@@ -38,3 +40,21 @@ def test_usage_errors(hub: HubProcess) -> None:
     assert (code, out["error"]["code"]) == (2, "invalid_argument")
     code, out, _ = amux(hub.home, "system", "config", "set", "memory.enabled", "perhaps")
     assert (code, out["error"]["code"]) == (2, "invalid_argument")
+
+
+def test_the_owner_allows_a_false_positive_for_one_scope(hub: HubProcess) -> None:
+    home = hub.home
+    amux(home, "system", "config", "set", "memory.enabled", "true")
+    value = "ghp_" + "Q7xK2mP9vL4nR8sT1wY6zA3bC5dE0fG2hJ4k"  # random, belongs to no one
+    text = f"Example from the docs: {value}\n"
+    code, out, err = amux(home, "memory", "upsert", "ex.md", "--expected-revision", "absent",
+                          stdin=text)
+    assert (code, out["error"]["code"]) == (7, "secret_detected")
+    assert value not in str(out) and value not in err
+    fingerprint = out["error"]["fingerprint"]
+    code, allowed, _ = amux(home, "system", "secrets", "allow", fingerprint)
+    assert code == 0, allowed
+    assert fingerprint in json.dumps(amux(home, "system", "secrets", "list")[1])
+    code, put, _ = amux(home, "memory", "upsert", "ex.md", "--expected-revision", "absent",
+                        stdin=text)
+    assert code == 0 and put["created"] is True

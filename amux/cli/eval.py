@@ -1,0 +1,92 @@
+"""`amux eval live`: the live evaluation of an agent and a model with amux memory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+_DESCRIPTION = (
+    "Run the memory scenarios (remember and recall, correct, forget, injected text in "
+    "memory, an ordinary task, a user-identity fact) through `amux run` with the real "
+    "agent CLI pointed at your model endpoint, on a temporary AMUX_HOME and Hub (your own "
+    "memory is never touched), N samples each; classify every sample and print pass "
+    "rates. Before the run the agent's first request is measured and checked against the "
+    "endpoint's context window (Ollama's is read from the server).")
+_EPILOG = (
+    "Base URL: what the agent itself takes: Claude Code's ANTHROPIC_BASE_URL (e.g. "
+    "https://api.anthropic.com or http://localhost:11434), the OpenAI-compatible base for "
+    "Codex and Pi (e.g. http://localhost:11434/v1). Exit status: 0 the evaluation ran, "
+    "1 it could not run, 2 usage, 3 the endpoint's context window cannot hold the prompt. "
+    "See docs/eval.md.")
+
+
+def _parser() -> argparse.ArgumentParser:
+    from amux.eval.live import DEFAULT_SAMPLES, DEFAULT_TIMEOUT
+    from amux.eval.scenarios import BY_NAME
+
+    parser = argparse.ArgumentParser(prog="amux eval", description="Evaluations of amux "
+                                     "memory with real agents and models.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    live = commands.add_parser("live", description=_DESCRIPTION, epilog=_EPILOG,
+                               help="the live evaluation against a model endpoint")
+    live.add_argument("--agent", required=True, choices=("claude", "codex", "pi"),
+                      help="the agent CLI to evaluate")
+    live.add_argument("--base-url", required=True, metavar="URL",
+                      help="the model endpoint, as the agent's own configuration takes it")
+    live.add_argument("--model", required=True, metavar="NAME",
+                      help="the model name the endpoint serves")
+    live.add_argument("--samples", type=_positive, default=DEFAULT_SAMPLES, metavar="N",
+                      help=f"samples per scenario, each in fresh sessions "
+                      f"(default {DEFAULT_SAMPLES})")
+    live.add_argument("--json", type=Path, metavar="FILE", dest="json_path",
+                      help="write the full report (every sample's evidence) as JSON")
+    live.add_argument("--agent-bin", metavar="PATH",
+                      help="the agent's executable (default: on PATH, else "
+                      "fixtures/npm/node_modules/.bin in an amux checkout)")
+    live.add_argument("--api-key-env", metavar="NAME",
+                      help="the variable holding the endpoint's key (default "
+                      "ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex and pi; none "
+                      "needed for a local endpoint)")
+    live.add_argument("--scenario", action="append", default=[], choices=sorted(BY_NAME),
+                      metavar="NAME", help="run only this scenario (repeatable): "
+                      + ", ".join(BY_NAME))
+    live.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                      help=f"time one session may take (default {DEFAULT_TIMEOUT:.0f})")
+    live.add_argument("--keep", type=Path, metavar="DIR",
+                      help="keep every session's work directory and agent home under DIR")
+    return parser
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def eval_main(argv: list[str]) -> int:
+    """`amux eval ARGS` (ARGS without `eval`); the exit status."""
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as done:  # --help (0) or a usage error (2), already printed
+        return done.code if isinstance(done.code, int) else 2
+    from amux.client.wire import ClientError
+    from amux.eval.live import EXIT_FAILED, LiveOptions, run_live
+    from amux.eval.workspace import HarnessError
+
+    options = LiveOptions(agent=args.agent, base_url=args.base_url, model=args.model,
+                          samples=args.samples, json_path=args.json_path,
+                          agent_bin=args.agent_bin, api_key_env=args.api_key_env,
+                          scenarios=tuple(dict.fromkeys(args.scenario)),
+                          timeout=args.timeout, keep=args.keep)
+    try:
+        code, _ = run_live(options)
+    except HarnessError as error:
+        print(f"amux eval: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    except ClientError as error:  # the evaluation's own Hub failed under it
+        print(f"amux eval: the evaluation's Hub: {error.code}: {error.message}",
+              file=sys.stderr)
+        return EXIT_FAILED
+    return code

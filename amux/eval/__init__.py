@@ -1,0 +1,15 @@
+"""The live evaluation (`amux eval live`, issue 7): real agents, a real Hub, a user's model.
+
+| module | holds |
+|---|---|
+| `live.py` | the run: capture, window check, samples, report |
+| `scenarios.py` | the six scenarios and their oracles, as data |
+| `agents.py` | pointing Claude Code, Codex and Pi at an endpoint, one class each |
+| `proxy.py` | the recording pass-through proxy between agent and endpoint |
+| `wire.py` | the three model wire APIs: history, usage, a canned reply |
+| `evidence.py` | what one session did: memory calls, writes outside memory, store, answer |
+| `classify.py` | one category per sample from its evidence |
+| `context.py` | context windows: Ollama detection, refusal, truncated prompt counts |
+| `workspace.py` | the temporary AMUX_HOME and Hub, the throwaway repository, snapshots |
+| `report.py` | pass rates, the printed table and the JSON report |
+"""

@@ -1,0 +1,378 @@
+"""The three model wire APIs as the evaluation reads them, and a canned reply for capture runs.
+
+- `anthropic` — Messages API (`POST …/v1/messages`): Claude Code.
+- `responses` — OpenAI Responses API (`POST …/responses`): Codex.
+- `chat` — OpenAI Chat Completions (`POST …/chat/completions`): Pi.
+
+From a request body: the tool calls the model made earlier in the conversation and the
+results the agent sent back (the history every request carries), whether it lists tools,
+and how large its content is. From a response (SSE or one JSON document): the prompt
+token count the endpoint reports and the assistant's text. `render_text` answers a
+request with a plain text reply, for the run that measures an agent's first request
+without a model.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+WireName = Literal["anthropic", "responses", "chat"]
+SSE = "text/event-stream"
+JSON = "application/json"
+CHARS_PER_TOKEN = 4
+"""The estimate of prompt tokens from characters (English prose and JSON schemas run at
+3.8–4.2 characters a token with common tokenizers)."""
+
+
+@dataclass
+class ToolCall:
+    """One tool call of the model, with the agent's result when the history carries it."""
+
+    call_id: str
+    name: str
+    """The name as the model called it; Responses namespaces are joined (`mcp__amux__x`)."""
+    arguments: dict[str, Any]
+    result: str | None = None
+    is_error: bool = False
+
+
+@dataclass
+class Parsed:
+    """What one response said: its text and the prompt tokens the endpoint counted."""
+
+    text: str = ""
+    prompt_tokens: int | None = None
+    events: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def wire_for(path: str) -> WireName | None:
+    """The wire API a request path (query removed) belongs to, or None."""
+    if path.endswith("/messages"):
+        return "anthropic"
+    if path.endswith("/responses"):
+        return "responses"
+    if path.endswith("/chat/completions"):
+        return "chat"
+    return None
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict):
+        return raw
+    if isinstance(raw, str):
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            return {"input": raw}
+        return value if isinstance(value, dict) else {"input": value}
+    return {} if raw is None else {"input": raw}
+
+
+def _text(content: Any) -> str:
+    """The text of a string or of the text parts of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text", "")) for part in content
+                         if isinstance(part, dict) and "text" in part)
+    return "" if content is None else json.dumps(content)
+
+
+def tool_calls(wire: WireName, body: Any) -> list[ToolCall]:
+    """The tool calls in a request's history, oldest first, with their results."""
+    if not isinstance(body, dict):
+        return []
+    calls: dict[str, ToolCall] = {}
+    results: dict[str, tuple[str, bool]] = {}
+    if wire == "anthropic":
+        for message in body.get("messages") or []:
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if not isinstance(block, dict):
+                    continue
+                if block.get("type") == "tool_use":
+                    call_id = str(block.get("id"))
+                    calls[call_id] = ToolCall(call_id, str(block.get("name")),
+                                              _arguments(block.get("input")))
+                elif block.get("type") == "tool_result":
+                    results[str(block.get("tool_use_id"))] = (
+                        _text(block.get("content")), bool(block.get("is_error")))
+    elif wire == "responses":
+        for item in body.get("input") or []:
+            if not isinstance(item, dict):
+                continue
+            kind = str(item.get("type", ""))
+            call_id = str(item.get("call_id"))
+            if kind == "function_call":
+                name = str(item.get("name"))
+                namespace = item.get("namespace")
+                if isinstance(namespace, str) and namespace:
+                    name = f"{namespace}__{name}"
+                calls[call_id] = ToolCall(call_id, name, _arguments(item.get("arguments")))
+            elif kind == "custom_tool_call":
+                calls[call_id] = ToolCall(call_id, str(item.get("name")),
+                                          {"input": item.get("input")})
+            elif kind == "local_shell_call":
+                action = item.get("action") if isinstance(item.get("action"), dict) else {}
+                command = action.get("command") if isinstance(action, dict) else None
+                calls[call_id] = ToolCall(call_id, "local_shell", {"command": command})
+            elif kind.endswith("call_output"):
+                output = item.get("output")
+                results[call_id] = (_text(output), False)
+    else:
+        for message in body.get("messages") or []:
+            if not isinstance(message, dict):
+                continue
+            if message.get("role") == "assistant":
+                for call in message.get("tool_calls") or []:
+                    function = call.get("function") if isinstance(call, dict) else None
+                    if isinstance(function, dict):
+                        call_id = str(call.get("id"))
+                        calls[call_id] = ToolCall(call_id, str(function.get("name")),
+                                                  _arguments(function.get("arguments")))
+            elif message.get("role") == "tool":
+                results[str(message.get("tool_call_id"))] = (_text(message.get("content")),
+                                                             False)
+    for call_id, (text, is_error) in results.items():
+        if call_id in calls:
+            calls[call_id].result, calls[call_id].is_error = text, is_error
+    return list(calls.values())
+
+
+def lists_tools(body: Any) -> bool:
+    """Whether the request offers the model tools (side requests such as titles do not)."""
+    return isinstance(body, dict) and bool(body.get("tools"))
+
+
+_CONTENT_FIELDS: dict[WireName, tuple[str, ...]] = {
+    "anthropic": ("system", "messages", "tools"),
+    "responses": ("instructions", "input", "tools"),
+    "chat": ("messages", "tools"),
+}
+
+
+@dataclass(frozen=True)
+class Size:
+    """How large a request's prompt is: what the model has to read."""
+
+    content_chars: int
+    """Characters of its content fields (instructions, messages, tools) as compact JSON."""
+    instructions_chars: int
+    tools: int
+    tools_chars: int
+
+    @property
+    def estimated_tokens(self) -> int:
+        return math.ceil(self.content_chars / CHARS_PER_TOKEN)
+
+
+def size(wire: WireName, body: Any) -> Size:
+    if not isinstance(body, dict):
+        return Size(0, 0, 0, 0)
+
+    def chars(value: Any) -> int:
+        return 0 if value is None else len(json.dumps(value, ensure_ascii=False,
+                                                     separators=(",", ":")))
+
+    listed = body.get("tools")
+    tools: list[Any] = listed if isinstance(listed, list) else []
+    return Size(sum(chars(body.get(key)) for key in _CONTENT_FIELDS[wire]),
+                len(instructions(wire, body)), len(tools), chars(tools))
+
+
+def instructions(wire: WireName, body: Any) -> str:
+    """The agent's instruction channel: Claude's `system`, Codex's instructions and
+    developer messages, the system message of a chat request."""
+    if not isinstance(body, dict):
+        return ""
+    if wire == "anthropic":
+        return _text(body.get("system"))
+    if wire == "responses":
+        parts = [_text(body.get("instructions"))] if body.get("instructions") else []
+        parts += [_text(item.get("content")) for item in body.get("input") or []
+                  if isinstance(item, dict) and item.get("role") in ("developer", "system")]
+        return "\n\n".join(parts)
+    messages = body.get("messages") or []
+    return "\n\n".join(_text(m.get("content")) for m in messages
+                       if isinstance(m, dict) and m.get("role") in ("system", "developer"))
+
+
+# -- responses ---------------------------------------------------------------------------------
+
+
+def _events(payload: bytes) -> Iterator[Any]:
+    """The JSON data of each SSE event, or the one JSON document of a plain response."""
+    text = payload.decode("utf-8", "replace")
+    if not text.lstrip().startswith(("event:", "data:", ":")):
+        try:
+            yield json.loads(text)
+        except ValueError:
+            return
+        return
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        data = "\n".join(line[5:].lstrip() for line in block.split("\n")
+                         if line.startswith("data:"))
+        if not data or data == "[DONE]":
+            continue
+        try:
+            yield json.loads(data)
+        except ValueError:
+            continue
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def parse_response(wire: WireName, payload: bytes) -> Parsed:
+    """The assistant text and the reported prompt tokens of one response."""
+    parsed = Parsed()
+    texts: list[str] = []
+    handle: Callable[[dict[str, Any], Parsed, list[str]], None] = _HANDLERS[wire]
+    for event in _events(payload):
+        if not isinstance(event, dict):
+            continue
+        parsed.events += 1
+        if isinstance(event.get("error"), dict | str):
+            parsed.errors.append(json.dumps(event["error"])[:500])
+        handle(event, parsed, texts)
+    parsed.text = "".join(texts)
+    return parsed
+
+
+def _anthropic(event: dict[str, Any], parsed: Parsed, texts: list[str]) -> None:
+    usage: Any = None
+    if event.get("type") == "message_start":
+        usage = (event.get("message") or {}).get("usage")
+    elif event.get("type") == "message_delta":
+        usage = event.get("usage")
+    elif event.get("type") == "message":  # not streamed
+        usage = event.get("usage")
+        texts.extend(str(block.get("text", "")) for block in event.get("content") or []
+                     if isinstance(block, dict) and block.get("type") == "text")
+    elif event.get("type") == "content_block_delta":
+        delta = event.get("delta") or {}
+        if delta.get("type") == "text_delta":
+            texts.append(str(delta.get("text", "")))
+    if isinstance(usage, dict) and "input_tokens" in usage:
+        total = sum(_int(usage.get(key)) for key in (
+            "input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"))
+        parsed.prompt_tokens = max(parsed.prompt_tokens or 0, total)
+
+
+def _responses(event: dict[str, Any], parsed: Parsed, texts: list[str]) -> None:
+    response = event.get("response") if isinstance(event.get("response"), dict) else None
+    if event.get("object") == "response":  # not streamed
+        response = event
+    if event.get("type") == "response.output_text.delta":
+        texts.append(str(event.get("delta", "")))
+    if response is not None and response.get("status") in ("completed", "incomplete",
+                                                            "failed"):
+        usage = response.get("usage")
+        if isinstance(usage, dict) and "input_tokens" in usage:
+            parsed.prompt_tokens = _int(usage.get("input_tokens"))
+        if not texts:
+            for item in response.get("output") or []:
+                if isinstance(item, dict) and item.get("type") == "message":
+                    texts.extend(str(part.get("text", "")) for part in item.get("content") or []
+                                 if isinstance(part, dict))
+
+
+def _chat(event: dict[str, Any], parsed: Parsed, texts: list[str]) -> None:
+    usage = event.get("usage")
+    if isinstance(usage, dict) and "prompt_tokens" in usage:
+        parsed.prompt_tokens = _int(usage.get("prompt_tokens"))
+    for choice in event.get("choices") or []:
+        if not isinstance(choice, dict):
+            continue
+        part = choice.get("delta") or choice.get("message") or {}
+        if isinstance(part, dict) and isinstance(part.get("content"), str):
+            texts.append(part["content"])
+
+
+_HANDLERS: dict[WireName, Callable[[dict[str, Any], Parsed, list[str]], None]] = {
+    "anthropic": _anthropic, "responses": _responses, "chat": _chat,
+}
+
+
+# -- the canned reply of capture runs ------------------------------------------------------------
+
+
+def _sse(events: list[tuple[str | None, Any]]) -> bytes:
+    return "".join((f"event: {name}\n" if name else "")
+                   + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
+                   for name, data in events).encode()
+
+
+def render_text(wire: WireName, body: Any, text: str) -> tuple[str, bytes]:
+    """(content type, body) of a plain text answer to `body`, streamed when it asked to be."""
+    request = body if isinstance(body, dict) else {}
+    model = str(request.get("model", "capture"))
+    stream = bool(request.get("stream"))
+    tokens = size(wire, request).estimated_tokens
+    if wire == "anthropic":
+        usage = {"input_tokens": tokens, "output_tokens": 1}
+        message = {"id": "msg_capture", "type": "message", "role": "assistant",
+                   "model": model, "stop_reason": "end_turn", "stop_sequence": None}
+        if not stream:
+            return JSON, json.dumps({**message, "content": [{"type": "text", "text": text}],
+                                     "usage": usage}).encode()
+        return SSE, _sse([
+            ("message_start", {"type": "message_start", "message": {
+                **message, "content": [], "stop_reason": None, "usage": usage}}),
+            ("content_block_start", {"type": "content_block_start", "index": 0,
+                                     "content_block": {"type": "text", "text": ""}}),
+            ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                     "delta": {"type": "text_delta", "text": text}}),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("message_delta", {"type": "message_delta", "delta": {
+                "stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 1}}),
+            ("message_stop", {"type": "message_stop"}),
+        ])
+    if wire == "responses":
+        part = {"type": "output_text", "text": text, "annotations": []}
+        item = {"type": "message", "id": "msg_capture", "role": "assistant",
+                "status": "completed", "content": [part]}
+        response = {"id": "resp_capture", "object": "response", "created_at": int(time.time()),
+                    "status": "completed", "model": model, "output": [item],
+                    "usage": {"input_tokens": tokens, "output_tokens": 1,
+                              "total_tokens": tokens + 1,
+                              "input_tokens_details": {"cached_tokens": 0},
+                              "output_tokens_details": {"reasoning_tokens": 0}}}
+        if not stream:
+            return JSON, json.dumps(response).encode()
+        started = {**response, "status": "in_progress", "output": [], "usage": None}
+        where = {"output_index": 0, "item_id": "msg_capture", "content_index": 0}
+        events: list[tuple[str, dict[str, Any]]] = [
+            ("response.created", {"response": started}),
+            ("response.output_item.added", {"output_index": 0, "item": {
+                **item, "status": "in_progress", "content": []}}),
+            ("response.content_part.added", {**where, "part": {**part, "text": ""}}),
+            ("response.output_text.delta", {**where, "delta": text}),
+            ("response.output_text.done", {**where, "text": text}),
+            ("response.content_part.done", {**where, "part": part}),
+            ("response.output_item.done", {"output_index": 0, "item": item}),
+            ("response.completed", {"response": response}),
+        ]
+        return SSE, _sse([(name, {"type": name, "sequence_number": number, **data})
+                          for number, (name, data) in enumerate(events)])
+    base = {"id": "chatcmpl-capture", "created": int(time.time()), "model": model}
+    usage = {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
+    if not stream:
+        return JSON, json.dumps({**base, "object": "chat.completion", "usage": usage,
+                                 "choices": [{"index": 0, "finish_reason": "stop", "message": {
+                                     "role": "assistant", "content": text}}]}).encode()
+    chunk = {**base, "object": "chat.completion.chunk"}
+    return SSE, _sse([
+        (None, {**chunk, "choices": [{"index": 0, "finish_reason": None,
+                                      "delta": {"role": "assistant", "content": text}}]}),
+        (None, {**chunk, "choices": [{"index": 0, "finish_reason": "stop", "delta": {}}]}),
+        (None, {**chunk, "choices": [], "usage": usage}),
+        (None, "[DONE]"),
+    ])

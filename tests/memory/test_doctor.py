@@ -1,0 +1,341 @@
+"""The memory doctor's checks, thresholds and bounds, on a real store in a temp dir."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from amux.memory import GLOBAL, Store, doctor
+from amux.memory.wire import encoded_size
+
+NOW = 1_800_000_000.0
+DAY = 86_400
+FRONT = "---\nname: {name}\ndescription: {name} in one line.\n---\n"
+
+
+def write(root: Path, files: dict[str, str | bytes], mtime: float = NOW) -> None:
+    scope = root / "global"
+    for path, content in files.items():
+        target = scope / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, str):
+            content = content.encode()
+        target.write_bytes(content)
+        os.utime(target, (mtime, mtime))
+
+
+def run(root: Path) -> dict[str, Any]:
+    with Store(root, wall_clock=lambda: NOW) as store:
+        return store.doctor(GLOBAL)
+
+
+def found(result: dict[str, Any]) -> set[tuple[str, str | None]]:
+    return {(finding["category"], finding["path"]) for finding in result["findings"]}
+
+
+def topic(name: str, body: str) -> str:
+    return FRONT.format(name=name) + body
+
+
+# -- the entry ----------------------------------------------------------------------------
+
+
+def test_pointer_entry_has_no_detail() -> None:
+    text = ("# Memory\n\nShort preferences and pointers.\n\n## Preferences\n"
+            "- Answer in English.\n  1. nested item\n* [deploy](projects/x/deploy.md) — how we "
+            "ship\n+ [[style]]\n\n## 项目\n- 部署说明见 [[deploy]]\n")
+    assert doctor.entry_detail(text) == []
+
+
+def test_entry_detail_kinds_and_line_numbers() -> None:
+    text = "\n".join([
+        "---", "name: entry", "---",  # 1-3 front matter: never detail
+        "# Memory",  # 4
+        "A paragraph that goes on", "for two lines.",  # 5-6
+        "",
+        "~~~~", "```", "inside", "~~~~",  # 8-11: the inner ``` does not close ~~~~
+        "- " + "x" * 199,  # 12: 201 characters stripped... long
+        "- " + "y" * 198,  # 13: 200 characters: still a pointer
+        "| a | b |",  # 14
+        "- " + "长" * 199,  # 15: counted in characters, not bytes
+        "One short line alone is a preference.",  # 16
+    ]) + "\n"
+    assert doctor.entry_detail(text) == [
+        ("paragraph", 5, 6), ("code block", 8, 11), ("long line", 12, 12), ("table", 14, 14),
+        ("long line", 15, 15)]
+
+
+def test_entry_size_thresholds(tmp_path: Path) -> None:
+    write(tmp_path, {"MEMORY.md": "- x\n" * 52})  # 52 lines >= 80% of 64
+    result = run(tmp_path)
+    assert found(result) == {("entry_size", "MEMORY.md")}
+    assert result["findings"][0]["severity"] == "warning"
+    write(tmp_path, {"MEMORY.md": "- x\n" * 51})
+    assert found(run(tmp_path)) == set()
+    write(tmp_path, {"MEMORY.md": "- " + "x" * 2100 + "\n" + "- y\n" * 64})  # both over
+    result = run(tmp_path)
+    assert [(f["category"], f["severity"]) for f in result["findings"]] == [
+        ("entry_size", "error"), ("entry_size", "error"), ("entry_detail", "warning")]
+    assert "entry_bytes" in result["findings"][0]["message"]
+    assert "entry_lines" in result["findings"][1]["message"]
+
+
+def test_missing_entry_is_a_note_only_when_there_is_something_else(tmp_path: Path) -> None:
+    assert run(tmp_path)["findings"] == []  # no scope directory at all
+    write(tmp_path, {"a.md": topic("a", "alpha\n")})
+    result = run(tmp_path)
+    assert found(result) == {("entry_missing", "MEMORY.md")} and result["entry"] is None
+
+
+# -- front matter, descriptions, names ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("text", "description"), [
+    ("---\nname: a\ndescription: one line\n---\nbody", "one line"),
+    ("---\ndescription: >\n  folded\n  text\nname: a\n---\n", "folded text"),
+    ("---\ndescription: |-\n  block\n---\n", "block"),
+    ("---\ndescription:\n  plain continued\n---\n", "plain continued"),
+    ("---\ndescription: \"\"\n---\n", ""),
+    ("---\ndescription: 'quoted'\n---\n", "quoted"),
+    ("---\nDescription: case\n---\n", "case"),
+])
+def test_front_matter_description(text: str, description: str) -> None:
+    fields, _start = doctor.front_matter(text)
+    assert fields is not None and fields.get("description", "") == description
+
+
+def test_front_matter_must_open_and_close() -> None:
+    assert doctor.front_matter("---\nname: a\nno end\n") == (None, 0)
+    assert doctor.front_matter("name: a\n---\n") == (None, 0)
+    assert doctor.front_matter("---\nname: a\n...\nbody\n") == ({"name": "a"}, 3)
+
+
+def test_descriptions_and_duplicate_names(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "MEMORY.md": "- pointers\n",
+        "a.md": "no front matter at all\n",
+        "b.md": "---\nname: Deploy\n---\nfirst deploy note about canaries\n",
+        "c/d.md": "---\nname: ' deploy '\ndescription: second\n---\nrollback drills quarterly\n",
+        "e.md": topic("unique", "nothing in common\n"),
+        "sub/MEMORY.md": "a sub-folder entry is a topic document\n",
+    })
+    result = run(tmp_path)
+    assert found(result) == {("missing_description", "a.md"), ("missing_description", "b.md"),
+                             ("missing_description", "sub/MEMORY.md"),
+                             ("duplicate_name", "b.md")}
+    duplicate = next(f for f in result["findings"] if f["category"] == "duplicate_name")
+    assert duplicate["related"] == ["c/d.md"]
+
+
+# -- near duplicates -----------------------------------------------------------------------
+
+NOTE = ("The ledger service deploys from main through the blue green pipeline. Production "
+        "deploys happen on {day} after the change meeting. The pipeline runs smoke tests, "
+        "shifts ten percent of traffic, waits fifteen minutes and then moves the rest.")
+
+
+def test_near_duplicates_one_finding_per_later_document(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "MEMORY.md": "- pointers\n",
+        "a.md": topic("a", NOTE.format(day="Tuesdays")),
+        "b.md": topic("b", NOTE.format(day="Fridays")),
+        "c.md": topic("c", NOTE.format(day="Tuesdays")),  # identical body to a.md
+        "d.md": topic("d", "Completely different: the cache warms from the nightly dump."),
+        "e.md": topic("e", "too short"),
+        "f.md": topic("f", "too short"),
+    })
+    result = run(tmp_path)
+    assert found(result) == {("near_duplicate", "b.md"), ("near_duplicate", "c.md")}
+    related = {f["path"]: (f["related"], f["message"]) for f in result["findings"]}
+    assert related["b.md"][0] == ["a.md"]
+    assert related["c.md"][0] == ["a.md"] and related["c.md"][1].startswith("100%")
+
+
+def test_near_duplicates_in_chinese(tmp_path: Path) -> None:
+    text = ("生产环境的部署在每周{day}进行，先在预发环境跑冒烟测试，"
+            "然后切百分之十的流量，等待十五分钟后再全部切换。")
+    write(tmp_path, {"MEMORY.md": "- pointers\n", "zh/a.md": topic("a", text.format(day="二")),
+                     "zh/b.md": topic("b", text.format(day="五"))})
+    assert found(run(tmp_path)) == {("near_duplicate", "zh/b.md")}
+
+
+def test_shingles_ignore_case_and_punctuation() -> None:
+    assert doctor.shingles("Use pytest -x, always!") == doctor.shingles("use PYTEST x always")
+    assert len(doctor.shingles("部署说明")) == 2
+
+
+def _jaccard(a: set[int], b: set[int]) -> float:
+    return len(a & b) / len(a | b)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sets(st.integers(0, 40), min_size=1, max_size=25), max_size=12),
+       st.sampled_from([0.25, 0.5, 0.8, 1.0]))
+def test_prefix_filter_join_is_exact(sets: list[set[int]], threshold: float) -> None:
+    pairs, stopped = doctor.similar_pairs(sets, threshold)
+    expected = {(i, j) for i, j in itertools.combinations(range(len(sets)), 2)
+                if _jaccard(sets[i], sets[j]) >= threshold}
+    assert not stopped and {(i, j) for i, j, _s in pairs} == expected
+    assert len(pairs) == len(expected)
+
+
+def test_sketches_still_find_large_near_duplicates() -> None:
+    base = [f"w{i} " for i in range(3000)]
+    edited = list(base)
+    for i in range(0, 3000, 25):  # every 25th word changed: Jaccard well above 0.5
+        edited[i] = f"x{i} "
+    others = [{hash(("o", n, i)) for i in range(400)} for n in range(20)]
+    sets = [doctor.shingles("".join(base)), *others, doctor.shingles("".join(edited))]
+    assert len(sets[0]) > doctor.SKETCH_SHINGLES
+    pairs, stopped = doctor.near_duplicates(sets)
+    assert [(i, j) for i, j, _s in pairs] == [(0, 21)] and not stopped
+    assert pairs[0][2] == pytest.approx(_jaccard(sets[0], sets[21]))
+
+
+# -- links ---------------------------------------------------------------------------------
+
+
+def test_links_are_parsed_outside_code() -> None:
+    text = ("---\nname: x\ndescription: '[[not-in-front-matter]]'\n---\n"
+            "[[a]] [[b|label]] [[c#part]] `[[code]]` ![img](pic.md)\n"
+            "[rel](../x/y.md#top) [web](https://e.com/a.md) [abs](/a.md) [anchor](#a)\n"
+            "[q](z%20z.md?x=1) [txt](notes.txt) [t](<spaced.md> \"title\")\n"
+            "```\n[[fenced]] [f](f.md)\n```\n")
+    assert doctor.links(text) == (["a", "b", "c"], ["../x/y.md", "z z.md", "spaced.md"])
+
+
+def test_link_resolution(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "MEMORY.md": "- [[Style Guide]] [[deploy]] [[ops/runbook]] [d](ops/deploy.md)\n",
+        "prefs/style.md": "---\nname: style guide\ndescription: s\n---\nstyle rules\n",
+        "ops/deploy.md": topic("deploy-notes", "[[missing one]] [r](runbook.md) "
+                                               "[r2](ops/runbook.md) [gone](../gone.md)\n"),
+        "ops/runbook.md": topic("runbook", "page the secondary\n"),
+    })
+    result = run(tmp_path)
+    assert found(result) == {("missing_link", "ops/deploy.md"), ("broken_link", "ops/deploy.md")}
+    messages = sorted(f["message"] for f in result["findings"])
+    assert "[[missing one]]" in messages[0] and "../gone.md" in messages[1]
+
+
+# -- project ids, age, quota, unreadable ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("folder", "stable"), [
+    ("github.com-org-repo", True), ("gitlab.example.com-group-sub-repo", True),
+    ("git.internal.io_team_tool", True), ("GitHub.com-Org-Repo", True),
+    ("myrepo", False), ("amux", False), ("github.com", False), ("my-repo", False),
+    ("repo.git", False),
+])
+def test_project_ids(folder: str, stable: bool) -> None:
+    assert bool(doctor._STABLE_PROJECT_ID.fullmatch(folder)) is stable
+
+
+def test_project_folders_stale_and_unreadable(tmp_path: Path) -> None:
+    write(tmp_path, {"MEMORY.md": "- pointers\n",
+                     "projects/github.com-a-b/x.md": topic("x", "fine\n"),
+                     "projects/loose.md": topic("loose", "not in a project folder\n"),
+                     "projects/myrepo/y.md": topic("y", "one\n"),
+                     "projects/myrepo/z/w.md": topic("w", "two\n"),
+                     "bad.md": b"---\nname: bad\n---\n\xff\n"})
+    write(tmp_path, {"old.md": topic("old", "from last year\n")}, mtime=NOW - 91 * DAY)
+    write(tmp_path, {"edge.md": topic("edge", "exactly ninety days\n")}, mtime=NOW - 90 * DAY)
+    result = run(tmp_path)
+    assert found(result) == {("project_id", "projects/myrepo/"), ("stale", "old.md"),
+                             ("unreadable", "bad.md")}
+    project = next(f for f in result["findings"] if f["category"] == "project_id")
+    assert "2 documents" in project["message"]
+
+
+def test_quota_rows_and_findings(tmp_path: Path) -> None:
+    big = topic("big", "".join(f"row {i} of a large table of values\n" for i in range(2000)))
+    assert len(big) > 0.8 * 65536
+    deep = "/".join(["d" * 200] * 4) + "/n.md"  # 808 bytes: under 80% of 1,024
+    deeper = "/".join(["e" * 250] * 3) + "/" + "f" * 60 + ".md"  # 817 bytes
+    write(tmp_path, {"MEMORY.md": "- pointers\n", "big.md": big,
+                     deep: topic("deep", "deep\n"), deeper: topic("deeper", "deeper\n")})
+    result = run(tmp_path)
+    quota = {row["quota"]: row for row in result["quota"]}
+    assert quota["document_bytes"] == {"quota": "document_bytes", "used": len(big),
+                                       "limit": 65536, "path": "big.md"}
+    assert quota["segment_bytes"]["used"] == 250
+    assert quota["scope_documents"]["used"] == 4
+    assert quota["search_scan_entries"]["used"] >= 6
+    assert found(result) == {("quota", "big.md"), ("quota", deeper)}
+    assert {f["path"]: f["message"] for f in result["findings"]}[deeper].endswith(
+        "(segment_bytes): shorten the name")
+
+
+def test_scope_level_quota_findings_have_no_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(doctor, "SCOPE_MAX_DOCUMENTS", 4)
+    write(tmp_path, {"MEMORY.md": "- p\n", **{f"n{i}.md": topic(f"n{i}", f"note {i}\n")
+                                                for i in range(4)}})
+    result = run(tmp_path)
+    assert found(result) == {("quota", None)}
+    assert result["findings"][0]["severity"] == "error"
+    assert "5 of 4" in result["findings"][0]["message"]
+
+
+# -- bounds ----------------------------------------------------------------------------------
+
+
+def test_answer_is_bounded_and_counts_stay_exact(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {"MEMORY.md": "- p\n"}
+    files.update({f"n/{i:04d}-{'x' * 180}.md": f"note number {i}\n" for i in range(400)})
+    write(tmp_path, files)
+    result = run(tmp_path)
+    assert result["counts"] == {"missing_description": 400}
+    assert len(result["findings"]) <= doctor.MAX_FINDINGS and result["truncated"] is True
+    assert encoded_size(result) <= doctor.RESPONSE_MAX_BYTES
+
+
+def test_errors_come_first(tmp_path: Path) -> None:
+    files: dict[str, str | bytes] = {"MEMORY.md": "x" * 3000}
+    files.update({f"n{i:03d}.md": f"note {i}\n" for i in range(300)})
+    write(tmp_path, files)
+    result = run(tmp_path)
+    assert result["findings"][0]["category"] == "entry_size"
+    assert [f["severity"] for f in result["findings"]][:1] == ["error"]
+
+
+def test_read_budget_makes_it_incomplete(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(doctor, "READ_MAX_DOCUMENTS", 2)
+    write(tmp_path, {"MEMORY.md": "- p\n", "a.md": "no front\n", "b.md": "no front\n"})
+    result = run(tmp_path)
+    assert result["incomplete"] is True and result["documents"] == 3
+    assert found(result) == {("missing_description", "a.md")}  # b.md counted, not read
+
+
+def test_mutually_similar_scope_stops_at_the_work_budget(tmp_path: Path) -> None:
+    """1,024 documents that all overlap: the comparison stops at its budget, in bounded time."""
+    sentences = [f"sentence {i} about topic {i % 37} with detail {i * 7 % 101}."
+                 for i in range(500)]
+    files: dict[str, str | bytes] = {"MEMORY.md": "- p\n"}
+    for n in range(1023):
+        body = " ".join(sentences[(n * 13 + k) % 500] for k in range(40))
+        files[f"t/{n:04d}.md"] = topic(f"t{n}", body + "\n")
+    write(tmp_path, files)
+    started = time.perf_counter()
+    result = run(tmp_path)
+    assert time.perf_counter() - started < 10
+    assert result["documents"] == 1024 and result["incomplete"] is True
+    assert result["counts"]["near_duplicate"] > 100
+
+
+def test_identical_copies_pair_with_the_first(tmp_path: Path) -> None:
+    body = " ".join(f"word{i}" for i in range(300))
+    write(tmp_path, {"MEMORY.md": "- p\n", **{f"c{i:04d}.md": topic(f"c{i}", body)
+                                                for i in range(600)}})
+    result = run(tmp_path)
+    assert result["incomplete"] is False and result["counts"]["near_duplicate"] == 599
+    assert all(f["related"] == ["c0000.md"] for f in result["findings"]
+               if f["category"] == "near_duplicate")
