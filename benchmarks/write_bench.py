@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from amux.memory import GLOBAL, Store
+from amux.memory import GLOBAL, Store, secretguard
 from benchmarks.timing import summarize, timed
 
 SIZES = {"3 KiB": 3 * 1024, "64 KiB": 64 * 1024}
@@ -173,4 +173,5 @@ def _bench_one(store: Store, scope_dir: Path, path: str, contents: list[str],
     text, data = contents[0], encoded[0]
     report["encode_us"] = _per_call_us(lambda: text.encode("utf-8"))
     report["utf8_check_us"] = _per_call_us(lambda: data.decode("utf-8"))
+    report["guard_us"] = _per_call_us(lambda: secretguard.scan(data))
     return report
