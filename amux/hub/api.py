@@ -4,8 +4,8 @@ Every request is authenticated by its bearer token, the scope is recomputed from
 the authenticated principal and the isolation policy on every call, delegated or
 declared bindings are checked against it, and errors come back as the JSON of
 SPEC Appendix A with the status from `amux.memory.errors.ERROR_TABLE`. The HTTP
-server (to come, issue 3) only turns bytes into a `Request` and a `Response`
-back into bytes.
+layer (`amux.hub.loop`, `amux.hub.http`) only turns bytes into a `Request` and a
+`Response` back into bytes.
 
 Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
 `X-Amux-Binding` header declares the binding a managed session was frozen to):
