@@ -398,8 +398,9 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "`upsert` passes `str` content (what the Hub passes after JSON decoding; the "
         "target uses it), `upsert (bytes)` the same content pre-encoded (the store then "
-        "only checks it is valid UTF-8). The last column times `str.encode` and that "
-        "check alone, in µs per call.",
+        "only checks it is valid UTF-8). `encode / UTF-8 check` times `str.encode` and that "
+        "check alone, in µs per call; `secret guard` times the guard's scan of the same "
+        "content alone (issue 7: every write is scanned for credentials).",
         "",
         "### CJK recall",
         "",
