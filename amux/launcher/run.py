@@ -72,7 +72,8 @@ def _executable(agent: str) -> str:
     found = shutil.which(agent)
     if found is None:
         raise ClientError("invalid_argument", f"agent {agent!r} not found (not on PATH and "
-                          "not an executable path)")
+                          "not an executable path); install it (e.g. `npm ci --prefix "
+                          "fixtures/npm` in an amux checkout) or give its path")
     return os.path.abspath(found) if os.sep in agent else found
 
 
