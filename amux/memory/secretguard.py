@@ -372,6 +372,29 @@ _NAME_HINT = re.compile(
 )
 """A word credential names contain, the rest of the name, then an assignment operator;
 run on the lowered text, so prose ("the token is") costs no Python at all."""
+_HINT_WORDS = (b"pass", b"pw", b"token", b"secret", b"key", b"auth", b"cred",
+               *(word.encode() for word in _CHINESE_WORDS))
+"""Where a `_NAME_HINT` match can start (its alternatives' first words)."""
+
+
+def name_hints(lower: bytes) -> Iterator[re.Match[bytes]]:
+    """`_NAME_HINT.finditer(lower)`, found faster: `bytes.find` locates the few places a
+    match can start and the pattern is tried only there (finditer tries every position;
+    ~40% of the guard's time on a 64 KiB note). Same matches, same order."""
+    starts: set[int] = set()
+    for word in _HINT_WORDS:
+        index = lower.find(word)
+        while index >= 0:
+            starts.add(index)
+            index = lower.find(word, index + 1)
+    end = 0
+    for start in sorted(starts):
+        if start < end:
+            continue
+        match = _NAME_HINT.match(lower, start)
+        if match is not None:
+            end = match.end()
+            yield match
 _AFTER_NAME = re.compile(
     (_OPERATOR + r"[ \t]{0,8}[*_]{0,2}[ \t]{0,8}"
      r"(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|`(?P<bq>[^`\n]{1,512})`"
@@ -432,7 +455,7 @@ def _assignments(data: bytes, lower: bytes) -> Iterator[tuple[int, int, str]]:
     """Values assigned to credential names: (start, end, rule)."""
     seen_end = -1
     values: dict[bytes, bool] = {}
-    for hint in _NAME_HINT.finditer(lower):
+    for hint in name_hints(lower):
         if hint.start() < seen_end:
             continue  # a credential word inside the previous value names nothing
         end = hint.end("tail")

@@ -16,6 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from amux.memory import secretguard
 from amux.memory.errors import ERROR_TABLE, SecretDetected
@@ -350,3 +352,15 @@ def test_no_input_makes_the_scan_blow_up(data: bytes) -> None:
     start = time.perf_counter()
     scan(data)
     assert time.perf_counter() - start < 1.0
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from([
+    "pass", "password", "pw", "pwd", "token", "secret", "key", "auth", "cred", "密码", "令牌",
+    "=", ": ", ":=", "=>", "：", "＝", " ", "\n", "_", "-", ".", "x9Qz", "value", "`", "'",
+    "\"", "**", "api", "keyword", "::",
+]), max_size=40))
+def test_name_hints_finds_what_finditer_finds(parts: list[str]) -> None:
+    lower = "".join(parts).lower().encode()
+    assert [m.span() for m in secretguard.name_hints(lower)] == [
+        m.span() for m in secretguard._NAME_HINT.finditer(lower)]
