@@ -30,7 +30,6 @@ from typing import Any
 from urllib.parse import unquote
 
 from amux.memory import fs
-from amux.memory.errors import InvalidPath
 from amux.memory.limits import (
     ENTRY_MAX_BYTES,
     ENTRY_MAX_LINES,
@@ -134,10 +133,7 @@ def collect(scope_fd: int | None) -> Collected:
             continue
         data = None
         if read_count < READ_MAX_DOCUMENTS and read_bytes + st.st_size <= READ_MAX_BYTES:
-            try:
-                got = fs.read_at(found.dir_fd, found.name, found.path)
-            except InvalidPath:
-                continue  # became a symlink or a directory since listing
+            got = found.read()
             if got is None:
                 continue
             data, st = got

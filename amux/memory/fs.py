@@ -138,6 +138,18 @@ class Found:
     def lstat(self) -> os.stat_result:
         return os.stat(self.name, dir_fd=self.dir_fd, follow_symlinks=False)
 
+    def read(self) -> tuple[bytes, os.stat_result] | None:
+        return read_listed(self.dir_fd, self.name, self.path)
+
+
+def read_listed(dir_fd: int, name: str, label: str) -> tuple[bytes, os.stat_result] | None:
+    """`read_at` for an entry a walk listed: None also if since the listing it became a
+    symlink or a directory (never followed; the walk skips it)."""
+    try:
+        return read_at(dir_fd, name, label)
+    except InvalidPath:
+        return None
+
 
 Listing = tuple[int, list[tuple[str, bool]]]
 """A directory's entry count (all entries, for the budget) and its (name, is_dir)

@@ -176,10 +176,7 @@ class _Scanner:
             if document.key != stat_key(st):
                 document = None
         if document is None:
-            try:
-                read = fs.read_at(dir_fd, name, path)
-            except InvalidPath:
-                return True  # became a symlink or a directory since listing: never followed
+            read = fs.read_listed(dir_fd, name, path)
             if read is None:
                 return True
             raw, fst = read

@@ -323,10 +323,7 @@ def _listing(walk: fs.TreeWalk, count: int) -> dict[str, Any]:
         if len(documents) == count:
             truncated = True
             break
-        try:
-            found_data = fs.read_at(found.dir_fd, found.name, found.path)
-        except InvalidPath:
-            continue  # became a symlink or a directory since listing
+        found_data = found.read()
         if found_data is None:
             continue
         data, st = found_data
