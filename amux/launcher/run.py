@@ -25,8 +25,8 @@ from amux.adapters import ADAPTERS, for_agent
 from amux.adapters.base import Adapter, AgentRequest, LaunchPlan, Memory
 from amux.adapters.fallback import FallbackAdapter
 from amux.client.wire import ClientError
-from amux.launcher import agent_config, state, wiring
-from amux.materializer.rundir import materialize, remove, runs_root
+from amux.launcher import agent_config, rundirs, state, wiring
+from amux.materializer.rundir import materialize, memory_dir, remove
 from amux.materializer.target import Target, isolated_env
 from amux.memory.durable import write_file_atomic
 from amux.protocol import render
@@ -62,6 +62,8 @@ class Prepared:
     """An isolated run's delegated token (issued at discovery)."""
     agent_files: Path | None = None
     """An isolated session's own directory in the target's home (Pi's session file)."""
+    memory: Memory | None = None
+    """How the agent reaches memory (None: a session without memory)."""
 
 
 def _warn(message: str) -> None:
@@ -182,11 +184,11 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
     memory = None
     if session.binding is not None and session.protocol is not None:
         if target is None:
-            run_dir = wiring.runs_dir(home) / session.id
-            config, bin_dir, mcp = run_dir / "memory.json", run_dir / "bin", client
+            config, bin_dir = wiring.run_paths(home, session.id)
+            mcp = client
         else:
-            memory_dir = runs_root(create=False) / session.id / "agent-config" / "memory"
-            config, bin_dir = memory_dir / "memory.json", memory_dir / "bin"
+            isolated = memory_dir(session.id)
+            config, bin_dir = isolated / rundirs.CONFIG_NAME, isolated / "bin"
             mcp = bin_dir / "amux"
         memory = Memory(protocol=session.protocol, mcp_command=(str(mcp), "memory", "mcp"),
                         env={"AMUX_MEMORY_CONFIG": str(config)}, bin_dir=str(bin_dir))
@@ -206,7 +208,7 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
         session.suppression = plan.suppression
         session.warnings = list(plan.warnings)
     return Prepared(session, plan, adapter, binding, new, base_env, target, grant,
-                    _agent_files(home, session.id, target) if target else None)
+                    _agent_files(home, session.id, target) if target else None, memory)
 
 
 def dry_run_report(prepared: Prepared, home: Path) -> dict[str, Any]:
@@ -215,10 +217,9 @@ def dry_run_report(prepared: Prepared, home: Path) -> dict[str, Any]:
     files = []
     if prepared.new:
         files.append(str(state.session_dir(home, prepared.session.id) / "state.json"))
-    if plan.channel != "none":
-        files += [plan.env.get("AMUX_MEMORY_CONFIG", ""), os.path.join(plan.path[0], "amux")
-                  if plan.path else str(wiring.runs_dir(home) / prepared.session.id / "bin"
-                                        / "amux")]
+    if prepared.memory is not None:
+        files += [prepared.memory.env["AMUX_MEMORY_CONFIG"],
+                  os.path.join(prepared.memory.bin_dir, "amux")]
     target = prepared.target
     return {
         "session": prepared.session.id, "resume": not prepared.new,

@@ -12,12 +12,26 @@ import json
 import os
 from pathlib import Path
 
+from amux.memory.durable import write_file_atomic
+
+CONFIG_NAME = "memory.json"
+"""The agent's connection config inside its run directory."""
+
 
 def claim(run_dir: Path, principal: str, token_id: str | None) -> None:
     (run_dir / "launcher.pid").write_text(f"{os.getpid()}\n")
     if token_id is not None:
         (run_dir / "token.json").write_text(json.dumps(
             {"principal": principal, "token_id": token_id}) + "\n")
+
+
+def write_config(path: Path, hub: str, token: str, binding: str,
+                 ca_file: str | None = None) -> None:
+    """The agent's connection config (SPEC Appendix A), 0600, temp-and-replace."""
+    config = {"version": 1, "hub": hub, "token": token, "binding": binding}
+    if ca_file:
+        config["ca_file"] = ca_file
+    write_file_atomic(path, json.dumps(config).encode() + b"\n")
 
 
 def stale(root: Path) -> list[tuple[Path, dict[str, str] | None]]:

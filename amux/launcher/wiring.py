@@ -18,7 +18,6 @@ launch.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import sys
@@ -29,7 +28,6 @@ from amux.client.connection import Connection, find_connection
 from amux.client.transport import HubClient
 from amux.client.wire import ClientError
 from amux.launcher import rundirs
-from amux.memory.durable import write_file_atomic
 
 DISCOVERY_TIMEOUT_SECONDS = 3.0
 TOKEN_TTL_SECONDS = 7 * 86400
@@ -62,6 +60,12 @@ class Wired:
 
 def runs_dir(home: Path) -> Path:
     return home / "run" / "agents"
+
+
+def run_paths(home: Path, session_id: str) -> tuple[Path, Path]:
+    """A non-isolated run's connection config and its `bin/` (holding `amux`)."""
+    run_dir = runs_dir(home) / session_id
+    return run_dir / rundirs.CONFIG_NAME, run_dir / "bin"
 
 
 def _connection(home: Path, start_hub: bool) -> Connection:
@@ -124,17 +128,14 @@ def wire(home: Path, session_id: str, binding: Binding, client: Path) -> Wired:
                 token, token_id = connection.token, None  # not the owner: declare instead
     except ClientError as error:
         raise NoMemory(_reason(error)) from None
-    run_dir = runs_dir(home) / session_id
+    config_path, bin_dir = run_paths(home, session_id)
+    run_dir = config_path.parent
     runs_dir(home).mkdir(mode=0o700, parents=True, exist_ok=True)
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(mode=0o700)
     rundirs.claim(run_dir, binding.principal, token_id)
-    config = {"version": 1, "hub": connection.hub, "token": token, "binding": binding.binding}
-    if connection.ca_file:
-        config["ca_file"] = connection.ca_file
-    config_path = run_dir / "memory.json"
-    write_file_atomic(config_path, json.dumps(config).encode() + b"\n")  # 0600
-    bin_dir = run_dir / "bin"
+    rundirs.write_config(config_path, connection.hub, token, binding.binding,
+                         connection.ca_file)
     bin_dir.mkdir(mode=0o700)
     (bin_dir / "amux").symlink_to(client)
     return Wired(run_dir, config_path, bin_dir, binding.principal, token_id, connection)

@@ -19,7 +19,6 @@ revoked) by the next launch.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import stat
@@ -30,7 +29,6 @@ from amux.client.bundle import build_client
 from amux.client.wire import ClientError
 from amux.launcher import rundirs
 from amux.materializer.target import Target
-from amux.memory.durable import write_file_atomic
 
 DEFAULT_RUNS_ROOT = "/var/lib/amux/runs"
 
@@ -61,27 +59,32 @@ def runs_root(create: bool = True) -> Path:
     return root
 
 
+def memory_dir(session_id: str) -> Path:
+    """Where an isolated run's client copy (`bin/amux`) and connection config live."""
+    return runs_root(create=False) / session_id / "agent-config" / "memory"
+
+
 def materialize(session_id: str, target: Target, hub: str, token: str, binding: str,
                 token_id: str | None, principal: str) -> Materialized:
     """Write the run directory for one isolated launch (run as root)."""
-    run_dir = runs_root() / session_id
+    memory = memory_dir(session_id)
+    config_dir = memory.parent
+    run_dir = config_dir.parent
+    runs_root()  # created if missing, and checked to be reachable by the target
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(mode=0o711)
     rundirs.claim(run_dir, principal, token_id)
-    config_dir = run_dir / "agent-config"
     config_dir.mkdir(mode=0o711)
-    memory_dir = config_dir / "memory"
-    memory_dir.mkdir(mode=0o700)
-    bin_dir = memory_dir / "bin"
+    memory.mkdir(mode=0o700)
+    bin_dir = memory / "bin"
     bin_dir.mkdir(mode=0o700)
     client = build_client(bin_dir / "amux")
     client.chmod(0o700)
-    config = memory_dir / "memory.json"
-    write_file_atomic(config, json.dumps(
-        {"version": 1, "hub": hub, "token": token, "binding": binding}).encode() + b"\n")
-    for path in (memory_dir, bin_dir, client, config):
+    config = memory / rundirs.CONFIG_NAME
+    rundirs.write_config(config, hub, token, binding)
+    for path in (memory, bin_dir, client, config):
         os.chown(path, target.uid, target.gid, follow_symlinks=False)
-    return Materialized(run_dir, memory_dir, client, config)
+    return Materialized(run_dir, memory, client, config)
 
 
 def remove(run_dir: Path) -> None:
