@@ -25,12 +25,12 @@ import urllib.error
 import urllib.request
 import zlib
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
 from amux.eval import wire
+from amux.eval.loopback import LoopbackServer
 from amux.eval.wire import WireName
 
 UPSTREAM_TIMEOUT = 900.0
@@ -89,7 +89,7 @@ def _decode(raw: bytes, encoding: str) -> bytes | None:
     return None  # zstd, br: forwarded, not read
 
 
-class Proxy:
+class Proxy(LoopbackServer):
     """The proxy server; a context manager. `upstream` is the user's base URL (only its
     scheme and host are used: request paths pass through), None to answer locally."""
 
@@ -103,38 +103,11 @@ class Proxy:
         self._lock = threading.Lock()
         self._exchanges: list[Exchange] = []
         self._opener = urllib.request.build_opener()
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
+        super().__init__(_handler_for(self))
 
     def base_url(self, user_base_url: str) -> str:
         """What the agent is pointed at: this proxy plus the path of the user's base URL."""
         return self.url + urlsplit(user_base_url).path.rstrip("/")
-
-    def start(self) -> Proxy:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever,
-                                            kwargs={"poll_interval": 0.05}, daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(10)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> Proxy:
-        return self.start()
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        self.stop()
 
     def exchanges(self, tag: str | None = None) -> list[Exchange]:
         """Recorded exchanges in arrival order, optionally of one session tag."""

@@ -41,10 +41,10 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from amux.eval.loopback import LoopbackServer
 from tests.mockmodel.script import EXHAUSTED, SIDE_ANSWER, Script, Step, Text, ToolCall
 from tests.mockmodel.wire import JSON, Anthropic, ToolResult, Wire, wire_for
 
@@ -120,7 +120,7 @@ def default_is_side(request: Recorded) -> bool:
     return request.wire is Anthropic and not request.tools
 
 
-class MockModel:
+class MockModel(LoopbackServer):
     """The server; a context manager. `scripts` is the queue of conversations (see module doc)."""
 
     def __init__(self, *scripts: Sequence[Step],
@@ -131,46 +131,13 @@ class MockModel:
         self._conversations: list[Script] = []
         self._issued: dict[str, tuple[int, int]] = {}
         self._requests: list[Recorded] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        self._server.daemon_threads = True
-        self._thread: threading.Thread | None = None
-
-    # -- lifetime ---------------------------------------------------------------------------
-
-    @property
-    def port(self) -> int:
-        return int(self._server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        """`http://127.0.0.1:PORT` (Claude's ANTHROPIC_BASE_URL)."""
-        return f"http://127.0.0.1:{self.port}"
+        super().__init__(_handler_for(self))
 
     @property
     def base_url(self) -> str:
-        """`http://127.0.0.1:PORT/v1` (Codex's and Pi's provider base URL)."""
+        """`http://127.0.0.1:PORT/v1` (Codex's and Pi's provider base URL); `url` is
+        Claude's ANTHROPIC_BASE_URL."""
         return f"{self.url}/v1"
-
-    def start(self) -> MockModel:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever,
-                                            kwargs={"poll_interval": 0.05}, daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(10)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> MockModel:
-        return self.start()
-
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                 trace: TracebackType | None) -> None:
-        self.stop()
 
     # -- scripts and records ----------------------------------------------------------------
 

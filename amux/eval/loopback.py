@@ -1,0 +1,49 @@
+"""A threaded HTTP server on 127.0.0.1 with a random port, run in the background.
+
+The evaluation's recording proxy and the tests' scripted model are both one of
+these: start/stop and the context-manager protocol live here once.
+"""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Self
+
+
+class LoopbackServer:
+    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """`http://127.0.0.1:PORT`."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> Self:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._server.serve_forever,
+                                            kwargs={"poll_interval": 0.05}, daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._server.shutdown()
+            self._thread.join(10)
+            self._thread = None
+        self._server.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.stop()
