@@ -23,7 +23,7 @@ import pytest
 
 from amux.protocol.render import render
 from tests.hubproc import HubProcess
-from tests.mockmodel import MockModel, Recorded, Text, ToolCall, mcp
+from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall, mcp
 from tests.mockmodel.agents import claude_env, codex_env, pi_env
 from tests.peers import npm_bin
 
@@ -34,6 +34,35 @@ USER_RULE = "USER RULE: answer like a pirate."
 
 def revision(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+PROMPTS = ["Remember: I indent with tabs.", "How do I indent?", "Correction: four spaces.",
+           "Forget my indentation preference."]
+"""The user's side of the four sessions of every agent's story."""
+
+
+def mcp_story(first_delay: float = 0.0) -> list[list[Step]]:
+    """The model's side of the story over the MCP tools: save, search, read and correct,
+    forget, then the resumed first session."""
+    return [
+        [ToolCall("memory_upsert", {"path": PATH, "content": FIRST,
+                                    "expected_revision": "absent"}, "amux", delay=first_delay),
+         Text("Saved.")],
+        [mcp("memory_search", {"query": "tabs"}), Text("You indent with tabs.")],
+        [mcp("memory_get", {"path": PATH}),
+         mcp("memory_upsert", {"path": PATH, "content": SECOND,
+                               "expected_revision": revision(FIRST)}), Text("Corrected.")],
+        [mcp("memory_forget", {"path": PATH, "expected_revision": revision(SECOND)}),
+         Text("Forgotten.")],
+        [Text("Resumed.")],
+    ]
+
+
+def mcp_results(model: MockModel) -> dict[str, str]:
+    """What the MCP tools returned in the four sessions, by step of the story."""
+    upserts = model.tool_results("memory_upsert")
+    return {"save": upserts[0].text, "correct": upserts[1].text,
+            "search": only(model, "memory_search"), "forget": only(model, "memory_forget")}
 
 
 def amux_run(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
@@ -76,22 +105,10 @@ def hub_on(memory_hub: HubProcess) -> HubProcess:
 
 def test_claude_code(hub_on: HubProcess, tmp_path: Path) -> None:
     claude = npm_bin("claude")
-    with MockModel(
-        [mcp("memory_upsert", {"path": PATH, "content": FIRST, "expected_revision": "absent"}),
-         Text("Saved.")],
-        [mcp("memory_search", {"query": "tabs"}), Text("You indent with tabs.")],
-        [mcp("memory_get", {"path": PATH}),
-         mcp("memory_upsert", {"path": PATH, "content": SECOND,
-                               "expected_revision": revision(FIRST)}), Text("Corrected.")],
-        [mcp("memory_forget", {"path": PATH, "expected_revision": revision(SECOND)}),
-         Text("Forgotten.")],
-        [Text("Resumed.")],
-    ) as model:
+    with MockModel(*mcp_story()) as model:
         env = claude_env(tmp_path, model)
         work = tmp_path / "work"
-        prompts = ["Remember: I indent with tabs.", "How do I indent?",
-                   "Correction: four spaces.", "Forget my indentation preference."]
-        for prompt in prompts:
+        for prompt in PROMPTS:
             amux_run(hub_on, env, work, str(claude), "--", "-p", prompt,
                      "--append-system-prompt", USER_RULE, "--output-format", "json")
         first_id = sessions(hub_on)[0]["id"]
@@ -103,13 +120,10 @@ def test_claude_code(hub_on: HubProcess, tmp_path: Path) -> None:
     assert first.instructions.endswith(f"{USER_RULE}\n\n{protocol}")  # (1)
     assert "# Memory" not in first.instructions  # (2) Claude's auto-memory section is gone
     assert {"mcp__amux__memory_search", "mcp__amux__memory_upsert"} <= tool_names(first)
-    results = {"save": model.tool_results("memory_upsert")[0].text,
-               "correct": model.tool_results("memory_upsert")[1].text,
-               "search": only(model, "memory_search"), "forget": only(model, "memory_forget")}
-    check_store_story(hub_on, model, results)  # (3)-(5)
+    check_store_story(hub_on, model, mcp_results(model))  # (3)-(5)
     resumed = next(r for r in main if r.conversation == 4)
     assert resumed.instruction_parts == first.instruction_parts  # (6)
-    assert "Remember: I indent with tabs." in json.dumps(resumed.body)  # the same conversation
+    assert PROMPTS[0] in json.dumps(resumed.body)  # the same conversation
     assert not model.side()
 
 
@@ -139,26 +153,14 @@ generate_memories = true
 def test_codex(hub_on: HubProcess, tmp_path: Path) -> None:
     codex = npm_bin("codex")
     slow = 3.0  # Codex's memory consolidation would start alongside the first turn
-    with MockModel(
-        [ToolCall("memory_upsert", {"path": PATH, "content": FIRST,
-                                    "expected_revision": "absent"}, "amux", delay=slow),
-         Text("Saved.")],
-        [mcp("memory_search", {"query": "tabs"}), Text("You indent with tabs.")],
-        [mcp("memory_get", {"path": PATH}),
-         mcp("memory_upsert", {"path": PATH, "content": SECOND,
-                               "expected_revision": revision(FIRST)}), Text("Corrected.")],
-        [mcp("memory_forget", {"path": PATH, "expected_revision": revision(SECOND)}),
-         Text("Forgotten.")],
-        [Text("Resumed.")],
-    ) as model:
+    with MockModel(*mcp_story(first_delay=slow)) as model:
         env = codex_env(tmp_path, model, CODEX_USER_CONFIG)
         user_config = (tmp_path / "codex" / "config.toml").read_bytes()
         summary = tmp_path / "codex" / "memories_v2" / "memory_summary.md"
         summary.parent.mkdir()
         summary.write_text("The user prefers vim.\n")  # Codex's own memory, from before
         work = tmp_path / "work"
-        for prompt in ["Remember: I indent with tabs.", "How do I indent?",
-                       "Correction: four spaces.", "Forget my indentation preference."]:
+        for prompt in PROMPTS:
             amux_run(hub_on, env, work, str(codex), "--", "exec", "--skip-git-repo-check",
                      prompt)
         first_state = sessions(hub_on)[0]
@@ -174,10 +176,7 @@ def test_codex(hub_on: HubProcess, tmp_path: Path) -> None:
     assert "## Memory" not in developer and "prefers vim" not in developer
     assert summary.read_text() == "The user prefers vim.\n"  # amux never touches it
     assert (tmp_path / "codex" / "config.toml").read_bytes() == user_config  # never edited
-    results = {"save": model.tool_results("memory_upsert")[0].text,
-               "correct": model.tool_results("memory_upsert")[1].text,
-               "search": only(model, "memory_search"), "forget": only(model, "memory_forget")}
-    check_store_story(hub_on, model, results)  # (3)-(5)
+    check_store_story(hub_on, model, mcp_results(model))  # (3)-(5)
     resumed = next(r for r in main if r.conversation == 4)
     assert resumed.instruction_parts[: len(first.instruction_parts)] == \
         first.instruction_parts  # (6)
@@ -217,8 +216,7 @@ def test_pi(hub_on: HubProcess, tmp_path: Path) -> None:
     ) as model:
         env = pi_env(tmp_path, model)
         work = tmp_path / "work"
-        for prompt in ["Remember: I indent with tabs.", "How do I indent?",
-                       "Correction: four spaces.", "Forget my indentation preference."]:
+        for prompt in PROMPTS:
             amux_run(hub_on, env, work, str(pi), "--", "-p", "--model", "mock/mock-model",
                      "--append-system-prompt", USER_RULE, prompt)
         first_state = sessions(hub_on)[0]

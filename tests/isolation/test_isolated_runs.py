@@ -20,7 +20,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from tests.agentlog import wait_for_pid
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Text, ToolCall
 from tests.peers import npm_bin
@@ -226,11 +226,7 @@ def test_other_users_cannot_reach_a_runs_config_or_client(world: World) -> None:
                            wait=False)
     assert isinstance(running, subprocess.Popen)
     try:
-        pid_file = Path(str(world.log) + ".pid")
-        deadline = time.monotonic() + 30
-        while not pid_file.exists() or not pid_file.read_text():
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
+        wait_for_pid(world.log)
         [run_dir] = list(world.runs.iterdir())
         memory = run_dir / "agent-config" / "memory"
         config = memory / "memory.json"
@@ -278,12 +274,7 @@ def test_nothing_remains_after_the_agent_ends(world: World, ending: str) -> None
     running = world.launch(a, str(world.agents / "pi"), env=env, wait=False)
     assert isinstance(running, subprocess.Popen)
     if ending == "SIGKILL":
-        pid_file = Path(str(world.log) + ".pid")
-        deadline = time.monotonic() + 30
-        while not pid_file.exists() or not pid_file.read_text():
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+        os.kill(wait_for_pid(world.log), signal.SIGKILL)
     running.communicate(timeout=60)
     assert running.returncode == {"exit": 0, "crash": 70, "SIGKILL": 137}[ending]
     assert list(world.runs.iterdir()) == []

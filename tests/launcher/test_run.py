@@ -14,12 +14,12 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.agentlog import wait_for_pid
 from tests.hubproc import HubProcess
 
 FAKE_AGENT = '''#!{python}
@@ -254,15 +254,6 @@ def launch_env(launcher: Launcher, **extra: str) -> dict[str, str]:
     return environment
 
 
-def wait_for_pid(launcher: Launcher) -> int:
-    pid_file = Path(str(launcher.log) + ".pid")
-    deadline = time.monotonic() + 30
-    while not pid_file.exists() or not pid_file.read_text():
-        assert time.monotonic() < deadline, "the agent never started"
-        time.sleep(0.05)
-    return int(pid_file.read_text())
-
-
 def assert_cleaned_up(hub: HubProcess, tokens_before: int) -> None:
     assert not any((hub.home / "run" / "agents").iterdir())
     assert len(live_tokens(hub)) == tokens_before
@@ -279,7 +270,7 @@ def test_an_interactive_launch_owns_the_terminal(hub: HubProcess, launcher: Laun
     child.expect("ready> ")
     child.sendline("hello agent")
     child.expect("got: hello agent")
-    wait_for_pid(launcher)
+    wait_for_pid(launcher.log)
     child.sendintr()  # Ctrl-C reaches the agent, which dies of it; amux reports 128+2
     child.expect(pexpect.EOF)
     child.close()
@@ -297,7 +288,7 @@ def test_cleanup_runs_however_the_agent_ends(hub: HubProcess, launcher: Launcher
                                env=launch_env(launcher, FAKE_AGENT_ACTION="wait"),
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
-    agent = wait_for_pid(launcher)
+    agent = wait_for_pid(launcher.log)
     target, signum = how.split()
     os.kill(agent if target == "agent" else process.pid, getattr(signal, signum))
     process.communicate(timeout=60)

@@ -19,9 +19,6 @@ from tests.mockmodel.server import MockModel
 
 REPO = Path(__file__).resolve().parents[2]
 KEPT = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
-MEMORIES_OFF = ("-c", "features.memories=false", "-c", "memories.use_memories=false",
-                "-c", "memories.generate_memories=false")
-"""The three Codex overrides that keep Codex's own memories off for one run."""
 
 
 def base_env(root: Path) -> dict[str, str]:

@@ -14,10 +14,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from amux.adapters.codex_appserver import MEMORY_OFF_OVERRIDES
 from tests.hubproc import HubProcess
 from tests.mockmodel import EXHAUSTED, SIDE_ANSWER, MockModel, Text, ToolCall, mcp
 from tests.mockmodel.agents import (
-    MEMORIES_OFF,
     amux_env,
     amux_mcp_argv,
     claude_env,
@@ -295,7 +295,7 @@ def test_codex_calls_memory_upsert_on_the_real_mcp_server(
         overrides = codex_mcp_overrides(
             amux_mcp_argv(), amux_env(memory_hub.socket_path, memory_hub.owner_token))
         done = run_agent([codex, *overrides, "-c", 'developer_instructions="DEV-TEXT"',
-                          *MEMORIES_OFF, "exec", "--skip-git-repo-check", "--ephemeral",
+                          *MEMORY_OFF_OVERRIDES, "exec", "--skip-git-repo-check", "--ephemeral",
                           "--strict-config", "save a note"],
                          codex_env(tmp_path, model), tmp_path / "work")
     assert done.returncode == 0, done.stderr
