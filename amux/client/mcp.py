@@ -23,7 +23,7 @@ import threading
 import time
 
 from amux import __version__
-from amux.client.tools import NAMES, TOOLS, MemoryTools
+from amux.client.tools import NAMES, TOOLS, MemoryTools, error_text
 from amux.client.wire import ClientError
 
 TYPE_CHECKING = False
@@ -165,16 +165,11 @@ class Server:
 
     def _call(self, request_id: Any, name: str, arguments: Any, modern: bool) -> None:
         try:
-            if not isinstance(arguments, dict):
-                text, is_error = _bad_arguments("arguments must be an object"), True
-            else:
-                text, is_error = self._tools.call(name, arguments)
-            result: dict[str, Any] = {"content": [{"type": "text", "text": text}],
-                                      "isError": is_error}
+            text, is_error = self._tools.call(name, arguments)
         except Exception as exc:  # a bug: report it as the tool's failure, keep serving
-            result = {"content": [{"type": "text", "text": _bad_arguments(
-                f"internal error in the amux MCP server: {exc!r}", "internal")}],
-                "isError": True}
+            text, is_error = error_text(ClientError(
+                "internal", f"internal error in the amux MCP server: {exc!r}")), True
+        result = {"content": [{"type": "text", "text": text}], "isError": is_error}
         with self._running_lock:
             cancelled = self._running.pop(request_id, False)
         if not cancelled:
@@ -227,10 +222,6 @@ def _is_modern(method: str, params: dict[str, Any]) -> bool:
 def _id_of(message: Any) -> Any:
     request_id = message.get("id") if isinstance(message, dict) else None
     return request_id if isinstance(request_id, (str, int)) else None
-
-
-def _bad_arguments(message: str, code: str = "invalid_argument") -> str:
-    return json.dumps(ClientError(code, message).to_wire(), ensure_ascii=False)
 
 
 def main() -> int:
