@@ -16,16 +16,13 @@ import contextlib
 import hashlib
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
-import time
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
+from amux.client.cli import read_whole
 from amux.client.connection import owner_config_path, read_config
 from amux.client.transport import HubClient
 from amux.eval.scenarios import REMOTE, REPOSITORY
@@ -49,13 +46,10 @@ class EvalHub:
         from amux.hub import control
 
         try:
-            with warnings.catch_warnings():
-                # The Hub outlives its starter by design: `control.start` leaves its Popen
-                # to the garbage collector, which warns that it still runs.
-                warnings.simplefilter("ignore", ResourceWarning)
-                control.start(self.home)
-            self._call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
-                                            "value": "true"})
+            control.start(self.home)
+            with self._client() as client:
+                client.call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
+                                                 "value": "true"})
         except ClientError as error:
             self.stop()
             raise HarnessError(f"cannot start the evaluation's Hub under {self.home}: "
@@ -63,19 +57,12 @@ class EvalHub:
         return self
 
     def stop(self) -> None:
-        """SIGTERM the Hub and wait for it. Not `control.stop`: the Hub is this process's
-        child, so it stays a zombie (and "alive" to `kill(pid, 0)`) until reaped here."""
+        """Stop the Hub (it finishes what it is doing) and remove the temporary home."""
         from amux.client.wire import ClientError
         from amux.hub import control
 
-        with contextlib.suppress(ClientError, KeyError, ValueError, OSError):
-            status = control.status(self.home)
-            if status.get("running"):
-                pid = int(status["pid"])
-                os.kill(pid, signal.SIGTERM)
-                deadline = time.monotonic() + control.READY_TIMEOUT
-                while time.monotonic() < deadline and _alive(pid):
-                    time.sleep(0.02)
+        with contextlib.suppress(ClientError):
+            control.stop(self.home)
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self) -> EvalHub:
@@ -85,53 +72,28 @@ class EvalHub:
                  trace: TracebackType | None) -> None:
         self.stop()
 
-    def _call(self, path: str, body: dict[str, Any]) -> Any:
-        connection = read_config(owner_config_path(self.home), "local default", None)
-        with HubClient(connection) as client:
-            return client.call(path, body)
+    def _client(self) -> HubClient:
+        return HubClient(read_config(owner_config_path(self.home), "local default", None))
 
     def documents(self) -> dict[str, str]:
         """Every document of the store (the global scope) and its content."""
-        listing = self._call("/v1/memory/list", {"limit": 1000})
         found: dict[str, str] = {}
-        for document in listing.get("documents", []):
-            path = str(document["path"])
-            parts: list[str] = []
-            offset: int | None = None
-            while True:
-                request: dict[str, Any] = {"path": path}
-                if offset:
-                    request["offset"] = offset
-                page = self._call("/v1/memory/get", request)
-                parts.append(str(page.get("content", "")))
-                offset = page.get("next_offset")
-                if not page.get("truncated") or not offset:
-                    break
-            found[path] = "".join(parts)
+        with self._client() as client:
+            for document in client.call("/v1/memory/list", {"limit": 1000})["documents"]:
+                whole = read_whole(client, str(document["path"]))
+                if whole is not None:
+                    found[str(document["path"])] = whole[0]
         return found
 
     def reset(self, seed: dict[str, str]) -> None:
         """Forget every document, then write `seed`."""
-        listing = self._call("/v1/memory/list", {"limit": 1000})
-        for document in listing.get("documents", []):
-            self._call("/v1/memory/forget", {"path": document["path"],
-                                             "expected_revision": document["revision"]})
-        for path, content in seed.items():
-            self._call("/v1/memory/upsert", {"path": path, "content": content,
-                                             "expected_revision": "absent"})
-
-
-def _alive(pid: int) -> bool:
-    """Whether `pid` still runs; reaps it when it is our child and has exited."""
-    try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
-        return done == 0
-    except ChildProcessError:  # not our child (or already reaped)
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
+        with self._client() as client:
+            for document in client.call("/v1/memory/list", {"limit": 1000})["documents"]:
+                client.call("/v1/memory/forget", {"path": document["path"],
+                                                  "expected_revision": document["revision"]})
+            for path, content in seed.items():
+                client.call("/v1/memory/upsert", {"path": path, "content": content,
+                                                  "expected_revision": "absent"})
 
 
 def make_repository(work: Path) -> None:
