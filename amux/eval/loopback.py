@@ -1,7 +1,8 @@
 """A threaded HTTP server on 127.0.0.1 with a random port, run in the background.
 
 The evaluation's recording proxy and the tests' scripted model are both one of
-these: start/stop and the context-manager protocol live here once.
+these: start/stop, the context-manager protocol and reading a request body
+(Content-Length or chunked, as the agents' HTTP clients send it) live here once.
 """
 
 from __future__ import annotations
@@ -10,6 +11,29 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Self
+
+
+class QuietHandler(BaseHTTPRequestHandler):
+    """HTTP/1.1 keep-alive, no access log, and the request body read whole."""
+
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def _read_body(self) -> bytes:
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            chunks: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                        pass
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(length) if length else b""
 
 
 class LoopbackServer:

@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from amux.eval import wire
-from amux.eval.loopback import LoopbackServer
+from amux.eval.loopback import LoopbackServer, QuietHandler
 from amux.eval.wire import WireName
 
 UPSTREAM_TIMEOUT = 900.0
@@ -123,27 +123,7 @@ class Proxy(LoopbackServer):
 
 
 def _handler_for(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _read_body(self) -> bytes:
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                chunks: list[bytes] = []
-                while True:
-                    line = self.rfile.readline()
-                    size = int(line.split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                            pass
-                        return b"".join(chunks)
-                    chunks.append(self.rfile.read(size))
-                    self.rfile.readline()
-            length = int(self.headers.get("Content-Length") or 0)
-            return self.rfile.read(length) if length else b""
-
+    class Handler(QuietHandler):
         def _handle(self) -> None:
             raw = self._read_body() if self.command not in ("GET", "HEAD") else b""
             headers = {k.lower(): v for k, v in self.headers.items()}

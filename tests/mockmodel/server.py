@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from amux.eval.loopback import LoopbackServer
+from amux.eval.loopback import LoopbackServer, QuietHandler
 from tests.mockmodel.script import EXHAUSTED, SIDE_ANSWER, Script, Step, Text, ToolCall
 from tests.mockmodel.wire import JSON, Anthropic, ToolResult, Wire, wire_for
 
@@ -255,26 +255,7 @@ def _decode(raw: bytes, encoding: str) -> bytes:
 
 
 def _handler_for(model: MockModel) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-        def _read_body(self) -> bytes:
-            if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                chunks: list[bytes] = []
-                while True:
-                    size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                    if size == 0:
-                        while self.rfile.readline() not in (b"\r\n", b"\n", b""):
-                            pass
-                        return b"".join(chunks)
-                    chunks.append(self.rfile.read(size))
-                    self.rfile.readline()
-            length = int(self.headers.get("Content-Length") or 0)
-            return self.rfile.read(length) if length else b""
-
+    class Handler(QuietHandler):
         def _send(self, status: int, content_type: str, payload: bytes) -> None:
             self.send_response(status)
             self.send_header("Content-Type", content_type)
