@@ -26,6 +26,7 @@ EXIT_CODES: dict[str, int] = {
     "quota_exceeded": 6,
     "secret_detected": 7,
     "not_found": 1,
+    "storage_unavailable": 8,
     "internal": 1,
 }
 

@@ -29,3 +29,11 @@ def log_path(home: Path) -> Path:
 
 def start_lock_path(home: Path) -> Path:
     return home / "run" / "start.lock"
+
+
+DRAIN_SECONDS = 10.0
+"""How long a stopping Hub waits for requests in progress and unread answers before it
+closes their connections (`amux.hub.loop`)."""
+STOP_SECONDS = DRAIN_SECONDS + 10.0
+"""How long `amux hub stop` waits for the Hub to exit: the drain plus a margin for a
+write that was already running and the final clean-up."""

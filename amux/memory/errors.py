@@ -19,6 +19,8 @@ else in amux re-invents that mapping: the Hub and the CLI read it from here
     ├── SecretDetected       secret_detected     422  exit 7   (+ line, rule, fingerprint,
     │                                                            findings; never the secret)
     ├── NotFound             not_found           404  exit 1
+    ├── StorageUnavailable   storage_unavailable 507  exit 8   (+ errno: disk full, read-only,
+    │                                                            permission, quota)
     └── InternalError        internal            500  exit 1
         └── RootLocked       internal            500  exit 1   (a second exclusive opener)
 """
@@ -185,6 +187,25 @@ class NotFound(AmuxError):
     exit_code = 1
 
 
+class StorageUnavailable(AmuxError):
+    """The file system refused a write or a start-up step: full, read-only, no permission.
+
+    Carries the symbolic `errno` (`ENOSPC`, `EROFS`, `EACCES`, `EDQUOT`, ...) so the
+    caller knows what to fix; nothing was changed (a write left no temp file behind).
+    """
+
+    code = "storage_unavailable"
+    http_status = 507
+    exit_code = 8
+
+    def __init__(self, message: str, errno_name: str) -> None:
+        super().__init__(message)
+        self.errno_name = errno_name
+
+    def details(self) -> dict[str, Any]:
+        return {"errno": self.errno_name}
+
+
 class InternalError(AmuxError):
     code = "internal"
     http_status = 500
@@ -208,6 +229,7 @@ ERROR_CLASSES: tuple[type[AmuxError], ...] = (
     QuotaExceeded,
     SecretDetected,
     NotFound,
+    StorageUnavailable,
     InternalError,
 )
 

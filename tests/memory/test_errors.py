@@ -17,6 +17,7 @@ PINNED = {
     "quota_exceeded": (413, 6),
     "secret_detected": (422, 7),
     "not_found": (404, 1),
+    "storage_unavailable": (507, 8),
     "internal": (500, 1),
 }
 
