@@ -1,0 +1,83 @@
+"""Real adversaries and real faults for tests: a throwaway Unix user, a small tmpfs.
+
+Both need root (CI runs as root). Outside CI a missing root skips the test; in CI
+(`CI=true`) it fails, so the attack or fault tests can never pass as green unrun.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import secrets
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+def require_root(why: str) -> None:
+    """Fail in CI, skip elsewhere, unless we are root."""
+    if os.geteuid() == 0:
+        return
+    message = f"{why} needs root"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+@contextmanager
+def throwaway_user(prefix: str = "amuxt-x") -> Iterator[pwd.struct_passwd]:
+    """A fresh Unix user with a home; its processes are killed and it is removed after."""
+    require_root("a second Unix user")
+    name = f"{prefix}-{secrets.token_hex(3)}"
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True,
+                   capture_output=True)
+    try:
+        yield pwd.getpwnam(name)
+    finally:
+        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+
+
+def as_user(user: pwd.struct_passwd, *argv: str, **kwargs: Any) -> subprocess.Popen[Any]:
+    """Start `argv` as `user` (its uid, gid and no extra groups)."""
+    return subprocess.Popen(list(argv), user=user.pw_uid, group=user.pw_gid, extra_groups=[],
+                            **kwargs)
+
+
+@contextmanager
+def small_tmpfs(path: Path, size: str = "2m", mode: str = "0755") -> Iterator[Path]:
+    """A real tmpfs of `size` mounted at `path` (created), unmounted after."""
+    require_root("a tmpfs mount")
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size},mode={mode}", "tmpfs",
+                    str(path)], check=True, capture_output=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def fill(directory: Path) -> Path:
+    """Fill the file system holding `directory` until a write fails with ENOSPC."""
+    filler = directory / "filler"
+    with open(filler, "wb") as handle, suppress(OSError):
+        block = b"\0" * 65536
+        while True:
+            handle.write(block)
+            handle.flush()
+    with open(filler, "ab") as handle, suppress(OSError):  # the last partial block
+        while True:
+            handle.write(b"\0")
+            handle.flush()
+    return filler
+
+
+def remount(path: Path, *, read_only: bool) -> None:
+    """Make a mount read-only (or writable again) in place."""
+    flag = "ro" if read_only else "rw"
+    subprocess.run(["mount", "-o", f"remount,{flag}", str(path)], check=True,
+                   capture_output=True)
