@@ -50,10 +50,11 @@ class Caller:
 class HubProcess(Caller):
     """`python -m amux.hub.server HOME`, ready once it printed its status line."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, wrapper: tuple[str, ...] = ()) -> None:
+        """`wrapper` goes in front of the command (e.g. `prlimit --nofile=…`)."""
         self.home = home
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "amux.hub.server", str(home)],
+            [*wrapper, sys.executable, "-m", "amux.hub.server", str(home)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )
         assert self.process.stdout is not None

@@ -180,13 +180,38 @@ def list_directory(dir_fd: int) -> Listing:
     return len(entries), [(name, is_dir) for _key, name, is_dir in keyed]
 
 
+MAX_OPEN_DIRS = 8
+"""Directory fds one walk holds at once, however deep the tree.
+
+A legal path may be ~500 directories deep (1,024 bytes); holding one fd per level in
+each of the Hub's workers ran a Hub under `ulimit -n 1024` out of descriptors, and
+then other scopes' plain reads failed too. Deeper levels close their ancestors and
+reopen them (checked to be the same directory) on the way back up.
+"""
+
+
+class _Level:
+    """One directory on a walk's stack; `fd` is None while closed to respect the bound."""
+
+    __slots__ = ("fd", "ident", "pending", "prefix", "segments")
+
+    def __init__(self, fd: int, prefix: str, segments: tuple[str, ...],
+                 pending: Iterator[tuple[str, bool]]) -> None:
+        self.fd: int | None = fd
+        self.prefix = prefix
+        self.segments = segments
+        self.pending = pending
+        self.ident: tuple[int, int] | None = None  # (st_dev, st_ino), recorded when closed
+
+
 class TreeWalk:
     """Documents below a directory fd in bytewise path order, never following symlinks.
 
     With `max_entries` set, the walk stops after that many directory entries and
     sets `stopped_early`. With `listings`, a directory whose (inode, mtime, ctime)
     is unchanged and settled reuses its previous listing instead of re-reading it.
-    Each yielded `Found.dir_fd` stays open until the walk moves past that directory.
+    Each yielded `Found.dir_fd` stays open until the walk moves past that directory;
+    the walk holds at most `MAX_OPEN_DIRS` descriptors of its own.
     """
 
     def __init__(
@@ -237,25 +262,28 @@ class TreeWalk:
         listing = self._list(self.base_fd, self.prefix)
         if listing is None:
             return
-        stack = [(self.base_fd, self.prefix, iter(listing))]
+        stack = [_Level(self.base_fd, self.prefix, (), iter(listing))]
+        closed = 1  # stack[1:closed] have their fd closed (always the shallowest ones)
         try:
             while stack:
-                dir_fd, prefix, pending = stack[-1]
+                level = stack[-1]
+                dir_fd = level.fd
+                assert dir_fd is not None
                 run: list[str] = []
-                for name, is_dir in pending:
+                for name, is_dir in level.pending:
                     if not is_dir:
                         run.append(name)
                         continue
                     if run:
-                        yield dir_fd, prefix, run
+                        yield dir_fd, level.prefix, run
                         run = []
                     try:
-                        child = open_dir_at(dir_fd, name, prefix + name)
+                        child = open_dir_at(dir_fd, name, level.prefix + name)
                     except InvalidPath:
                         continue  # swapped for a symlink or a file since listing: never followed
                     if child is None:
                         continue  # removed since listing
-                    child_prefix = f"{prefix}{name}/"
+                    child_prefix = f"{level.prefix}{name}/"
                     try:
                         child_listing = self._list(child, child_prefix)
                     except BaseException:
@@ -264,18 +292,59 @@ class TreeWalk:
                     if child_listing is None:
                         os.close(child)
                         return
-                    stack.append((child, child_prefix, iter(child_listing)))
+                    if len(stack) - closed >= MAX_OPEN_DIRS:
+                        _park(stack[closed])
+                        closed += 1
+                    stack.append(_Level(child, child_prefix, (*level.segments, name),
+                                        iter(child_listing)))
                     break
                 else:
                     if run:
-                        yield dir_fd, prefix, run
+                        yield dir_fd, level.prefix, run
                     stack.pop()
+                    if stack and stack[-1].fd is None:
+                        closed -= 1
+                        stack[-1].fd = self._reopen(stack[-1], dir_fd)
                     if dir_fd != self.base_fd:
                         os.close(dir_fd)
+                    while stack and stack[-1].fd == -1:  # gone while we were below it: skip
+                        stack.pop()
+                        if stack and stack[-1].fd is None:
+                            closed -= 1
+                            stack[-1].fd = self._reopen(stack[-1], None)
         finally:
-            for dir_fd, _prefix, _pending in stack:
-                if dir_fd != self.base_fd:
-                    os.close(dir_fd)
+            for level in stack:
+                if level.fd is not None and level.fd not in (-1, self.base_fd):
+                    os.close(level.fd)
+
+    def _reopen(self, level: _Level, child_fd: int | None) -> int:
+        """Open a parked level again: `..` of the child just left, else from the base;
+        -1 when neither is the directory that was parked (it was moved or replaced)."""
+        candidates = []
+        if child_fd is not None:
+            candidates.append(lambda: os.open("..", _DIR_FLAGS, dir_fd=child_fd))
+        candidates.append(lambda: open_dirs(self.base_fd, level.segments, level.prefix) or -1)
+        for opener in candidates:
+            try:
+                fd = opener()
+            except (OSError, InvalidPath):
+                continue
+            if fd == -1:
+                continue
+            st = os.fstat(fd)
+            if (st.st_dev, st.st_ino) == level.ident:
+                return fd
+            os.close(fd)
+        return -1
+
+
+def _park(level: _Level) -> None:
+    """Close a level's fd, remembering which directory it was so a reopen can check."""
+    assert level.fd is not None
+    st = os.fstat(level.fd)
+    level.ident = (st.st_dev, st.st_ino)
+    os.close(level.fd)
+    level.fd = None
 
 
 @contextmanager

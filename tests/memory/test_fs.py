@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
+from amux.memory import fs
 from amux.memory.durable import TEMP_PREFIX, write_file_atomic
 
 
@@ -19,3 +21,73 @@ def test_write_file_atomic_replaces_with_private_mode(tmp_path: Path) -> None:
     write_file_atomic(tmp_path / "state.json", b"{}", mode=0o640)
     assert stat.S_IMODE((tmp_path / "state.json").stat().st_mode) == 0o640
     assert not any(p.name.startswith(TEMP_PREFIX) for p in tmp_path.iterdir())
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def _deep_tree(root: Path, depth: int) -> list[str]:
+    """A chain `d/d/…` `depth` levels deep with a document and a side branch at each level."""
+    expected = []
+    directory = root
+    prefix = ""
+    for level in range(depth):
+        (directory / f"n{level}.md").write_text(f"level {level}\n")
+        side = directory / "side"
+        side.mkdir()
+        (side / "s.md").write_text("side\n")
+        expected += [f"{prefix}d/", f"{prefix}n{level}.md", f"{prefix}side/s.md"]
+        directory = directory / "d"
+        directory.mkdir()
+        prefix += "d/"
+    (directory / "leaf.md").write_text("leaf\n")
+    expected.append(f"{prefix}leaf.md")
+    return sorted(p for p in expected if not p.endswith("/"))
+
+
+def _walk_paths(root: Path, watch: list[int] | None = None) -> list[str]:
+    base = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        paths = []
+        for found in fs.TreeWalk(base):
+            if watch is not None:
+                watch.append(_open_fds())
+            paths.append(found.path)
+        return paths
+    finally:
+        os.close(base)
+
+
+def test_a_deep_tree_is_walked_whole_with_bounded_descriptors(tmp_path: Path) -> None:
+    expected = _deep_tree(tmp_path, 120)
+    before = _open_fds()
+    seen: list[int] = []
+    paths = _walk_paths(tmp_path, seen)
+    assert sorted(paths) == expected
+    assert paths == sorted(paths, key=lambda p: p.encode())  # bytewise order kept
+    # the base, at most MAX_OPEN_DIRS of the walk's own, one transient for a reopen
+    assert max(seen) - before <= fs.MAX_OPEN_DIRS + 2
+    assert _open_fds() == before
+
+
+def test_a_parked_directory_replaced_mid_walk_is_skipped_not_followed(tmp_path: Path) -> None:
+    _deep_tree(tmp_path, 30)
+    elsewhere = tmp_path.parent / (tmp_path.name + "-outside")
+    elsewhere.mkdir()
+    (elsewhere / "secret.md").write_text("not in the scope\n")
+    base = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        paths = []
+        for found in fs.TreeWalk(base):
+            paths.append(found.path)
+            if found.path == "d/" * 25 + "leaf.md" or found.path.endswith("d/" * 28 + "n28.md"):
+                # level 2 is parked by now: swap it for a directory with other content
+                victim = tmp_path / "d" / "d"
+                victim.rename(tmp_path / "moved")
+                (tmp_path / "d" / "d").mkdir()
+                (tmp_path / "d" / "d" / "planted.md").write_text("planted\n")
+    finally:
+        os.close(base)
+    assert not any("secret" in p or "planted" in p for p in paths)
+    assert "n0.md" in paths  # the walk went on above the replaced directory
