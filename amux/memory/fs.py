@@ -320,16 +320,17 @@ class TreeWalk:
     def _reopen(self, level: _Level, child_fd: int | None) -> int:
         """Open a parked level again: `..` of the child just left, else from the base;
         -1 when neither is the directory that was parked (it was moved or replaced)."""
-        candidates = []
-        if child_fd is not None:
-            candidates.append(lambda: os.open("..", _DIR_FLAGS, dir_fd=child_fd))
-        candidates.append(lambda: open_dirs(self.base_fd, level.segments, level.prefix) or -1)
-        for opener in candidates:
+        for route in ("parent", "base"):
             try:
-                fd = opener()
+                if route == "parent":
+                    if child_fd is None:
+                        continue
+                    fd: int | None = os.open("..", _DIR_FLAGS, dir_fd=child_fd)
+                else:
+                    fd = open_dirs(self.base_fd, level.segments, level.prefix)
             except (OSError, InvalidPath):
                 continue
-            if fd == -1:
+            if fd is None:
                 continue
             st = os.fstat(fd)
             if (st.st_dev, st.st_ino) == level.ident:
