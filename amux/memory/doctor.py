@@ -22,10 +22,13 @@ counted from `lstat` or not at all, and `incomplete` says so.
 from __future__ import annotations
 
 import math
+import os
 import posixpath
 import re
+import stat
+import unicodedata
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
@@ -81,7 +84,7 @@ SEVERITIES = ("error", "warning", "note")
 CATEGORIES = (
     "entry_size", "entry_missing", "entry_detail", "quota", "unreadable",
     "missing_description", "duplicate_name", "near_duplicate", "broken_link",
-    "project_id", "missing_link", "stale",
+    "project_id", "missing_link", "stale", "permissions", "lookalike_name",
 )
 """Every category, in report order (within one severity)."""
 
@@ -95,6 +98,7 @@ class Document:
     mtime: float
     data: bytes | None
     """None when the read budget was spent before it (counted from `lstat` only)."""
+    mode: int = fs.DOCUMENT_MODE
 
     def __post_init__(self) -> None:
         self.text: str | None = None
@@ -116,6 +120,8 @@ class Collected:
     entries_seen: int
     """Directory entries listed (all of them, as the search budget counts them)."""
     incomplete: bool
+    folders: dict[str, int] = field(default_factory=dict)
+    """Permission bits of each folder holding a document ("" is the scope itself)."""
 
 
 def collect(scope_fd: int | None) -> Collected:
@@ -124,9 +130,13 @@ def collect(scope_fd: int | None) -> Collected:
         return Collected([], 0, False)
     walk = fs.TreeWalk(scope_fd, "", WALK_MAX_ENTRIES)
     documents: list[Document] = []
+    folders: dict[str, int] = {}
     read_count = read_bytes = 0
     skipped = False
     for found in walk:
+        folder = found.path[:len(found.path) - len(found.name)].rstrip("/")
+        if folder not in folders:
+            folders[folder] = stat.S_IMODE(os.fstat(found.dir_fd).st_mode)
         try:
             st = found.lstat()
         except FileNotFoundError:
@@ -141,8 +151,9 @@ def collect(scope_fd: int | None) -> Collected:
             read_bytes += len(data)
         else:
             skipped = True
-        documents.append(Document(found.path, st.st_size, st.st_mtime, data))
-    return Collected(documents, walk.entries_seen, skipped or walk.stopped_early)
+        documents.append(Document(found.path, st.st_size, st.st_mtime, data,
+                                  stat.S_IMODE(st.st_mode)))
+    return Collected(documents, walk.entries_seen, skipped or walk.stopped_early, folders)
 
 
 # -- Markdown helpers ------------------------------------------------------------------
@@ -456,6 +467,8 @@ def diagnose(collected: Collected, binding: str, now: float) -> dict[str, Any]:
     _check_links(documents, readable, parsed, findings)
     _check_projects(documents, findings)
     _check_stale(documents, now, findings)
+    _check_permissions(collected, findings)
+    _check_lookalikes(documents, findings)
     return _bounded({
         "scope": binding,
         "documents": len(documents),
@@ -689,6 +702,37 @@ def _check_stale(documents: list[Document], now: float, findings: _Findings) -> 
             findings.add("stale", "note", document.path,
                          f"last changed {days} days ago ({rfc3339(document.mtime)}): check it "
                          "still holds, then update or forget it")
+
+
+def _check_permissions(collected: Collected, findings: _Findings) -> None:
+    """SPEC §2: documents 0600 in 0700 folders; anything group/other can reach is a leak
+    on a shared machine (the Hub makes them private again when it starts)."""
+    for folder, mode in sorted(collected.folders.items()):
+        if mode & 0o077:
+            what = "folder" if folder else "the scope folder"
+            findings.add("permissions", "warning", folder + "/" if folder else "",
+                         f"{what} is mode {mode:04o}: other users may list or read it; run "
+                         "chmod 700 on it (or restart the Hub, which does)")
+    for document in collected.documents:
+        if document.mode & 0o077:
+            findings.add("permissions", "warning", document.path,
+                         f"document is mode {document.mode:04o}: other users may read it; run "
+                         "chmod 600 on it (or restart the Hub, which does)")
+
+
+def _check_lookalikes(documents: list[Document], findings: _Findings) -> None:
+    """Paths that differ only in Unicode normalisation (NFC vs NFD) look identical to a
+    person and an agent, yet are distinct documents that can silently disagree."""
+    by_form: dict[str, list[str]] = defaultdict(list)
+    for document in documents:
+        if not document.path.isascii():
+            by_form[unicodedata.normalize("NFC", document.path)].append(document.path)
+    for paths in by_form.values():
+        if len(paths) > 1:
+            findings.add("lookalike_name", "warning", paths[0],
+                         f"{len(paths)} documents have this same-looking path in different "
+                         "Unicode forms (NFC/NFD): merge them into one and forget the others",
+                         paths[1:])
 
 
 def _bounded(report: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:

@@ -358,26 +358,94 @@ def opened(fd: int | None) -> Iterator[int | None]:
             os.close(fd)
 
 
-def remove_stale_temps(root_fd: int) -> int:
-    """Delete the store's own leftover `.amux-tmp-*` files below the root; nothing else."""
-    removed = 0
-    with os.scandir(root_fd) as listing:
-        entries = list(listing)
-    dirty = False
-    for entry in entries:
-        if entry.is_dir(follow_symlinks=False):
-            try:
-                child = os.open(entry.name, _DIR_FLAGS, dir_fd=root_fd)
-            except OSError:
-                continue
-            try:
-                removed += remove_stale_temps(child)
-            finally:
-                os.close(child)
-        elif entry.name.startswith(TEMP_PREFIX) and entry.is_file(follow_symlinks=False):
-            os.unlink(entry.name, dir_fd=root_fd)
-            dirty = True
-            removed += 1
-    if dirty:
-        os.fsync(root_fd)
-    return removed
+DIRECTORY_MODE = 0o700
+DOCUMENT_MODE = 0o600
+"""SPEC §2: file permissions, not the protocol, keep other users out of a scope."""
+TIDY_MAX_DEPTH = 520
+"""No legal document lies deeper (1,024 bytes of path); deeper hand-made folders are
+left alone rather than holding a descriptor per level."""
+_UNFIXABLE = frozenset({errno.EROFS, errno.EPERM, errno.EACCES})
+
+
+@dataclass
+class Tidied:
+    """What a start-up tidy of the memory root did."""
+
+    removed_temps: int = 0
+    fixed_modes: int = 0
+    """Files or directories that were group/other accessible and are now private."""
+    unfixable: int = 0
+    """Entries whose mode or temp file could not be changed (a read-only file system)."""
+
+
+def tidy_tree(root_fd: int) -> Tidied:
+    """Remove the store's own leftover `.amux-tmp-*` files and make every directory
+    0700 and every file 0600 where group or others had access (files added by hand
+    keep the creator's umask, e.g. 0644); never follows a symlink, touches nothing else."""
+    tidied = Tidied()
+    stack: list[tuple[int, Iterator[os.DirEntry[str]]]] = [(root_fd, _entries(root_fd))]
+    try:
+        while stack:
+            dir_fd, entries = stack[-1]
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if len(stack) > TIDY_MAX_DEPTH:
+                        continue
+                    try:
+                        child = os.open(entry.name, _DIR_FLAGS, dir_fd=dir_fd)
+                    except OSError:
+                        continue  # gone, or swapped for a symlink: never followed
+                    make_private(child, DIRECTORY_MODE, tidied)
+                    stack.append((child, _entries(child)))
+                    break
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                if entry.name.startswith(TEMP_PREFIX):
+                    try:
+                        os.unlink(entry.name, dir_fd=dir_fd)
+                        os.fsync(dir_fd)
+                        tidied.removed_temps += 1
+                    except FileNotFoundError:
+                        pass
+                    except OSError as exc:
+                        if exc.errno not in _UNFIXABLE:
+                            raise
+                        tidied.unfixable += 1
+                    continue
+                if entry.stat(follow_symlinks=False).st_mode & 0o077:
+                    try:
+                        fd = os.open(entry.name, _READ_FLAGS, dir_fd=dir_fd)
+                    except OSError:
+                        continue  # gone or swapped since the listing
+                    try:
+                        if stat.S_ISREG(os.fstat(fd).st_mode):
+                            make_private(fd, DOCUMENT_MODE, tidied)
+                    finally:
+                        os.close(fd)
+            else:
+                stack.pop()
+                if dir_fd != root_fd:
+                    os.close(dir_fd)
+    finally:
+        for dir_fd, _entries_left in stack:
+            if dir_fd != root_fd:
+                os.close(dir_fd)
+    return tidied
+
+
+def _entries(dir_fd: int) -> Iterator[os.DirEntry[str]]:
+    with os.scandir(dir_fd) as listing:
+        return iter(list(listing))
+
+
+def make_private(fd: int, mode: int, tidied: Tidied) -> None:
+    """`fchmod` to `mode` if group or others have any access; counted in `tidied`."""
+    if not os.fstat(fd).st_mode & 0o077:
+        return
+    try:
+        os.fchmod(fd, mode)
+        tidied.fixed_modes += 1
+    except OSError as exc:
+        if exc.errno not in _UNFIXABLE:
+            raise
+        tidied.unfixable += 1

@@ -64,23 +64,27 @@ class Store:
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            os.fchmod(self._root_fd, 0o700)
             if exclusive:
                 self._lock_fd = rootlock.lock_exclusive(self._root_fd, str(self.root))
-                self.removed_temps = fs.remove_stale_temps(self._root_fd)
+                self.tidied = _tidy(self._root_fd)
             else:
-                self.removed_temps = self._clean_if_unserved()
+                self.tidied = self._tidy_if_unserved()
         except BaseException:
             self.close()
             raise
 
-    def _clean_if_unserved(self) -> int:
-        """Remove stale temps only when no exclusive holder (a live Hub) could own them."""
+    @property
+    def removed_temps(self) -> int:
+        """Stale `.amux-tmp-*` files the opening removed."""
+        return self.tidied.removed_temps
+
+    def _tidy_if_unserved(self) -> fs.Tidied:
+        """Tidy only when no exclusive holder (a live Hub) could own the temps."""
         probe = rootlock.try_lock(self._root_fd)
         if probe is None:
-            return 0
+            return fs.Tidied()
         try:
-            return fs.remove_stale_temps(self._root_fd)
+            return _tidy(self._root_fd)
         finally:
             os.close(probe)
 
@@ -314,6 +318,14 @@ class Store:
         usage = _count(scope_fd)
         self._usage[scope.binding] = (usage, now)
         return usage
+
+
+def _tidy(root_fd: int) -> fs.Tidied:
+    """Start-up: the root and everything below it private again, stale temps gone
+    (`fs.tidy_tree`); on a read-only file system what cannot change is counted."""
+    tidied = fs.tidy_tree(root_fd)
+    fs.make_private(root_fd, fs.DIRECTORY_MODE, tidied)
+    return tidied
 
 
 def _listing(walk: fs.TreeWalk, count: int) -> dict[str, Any]:

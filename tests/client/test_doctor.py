@@ -57,7 +57,9 @@ def plant(hub: HubProcess) -> Path:
     assert 0.8 * 65536 <= len(large.encode()) <= 65536
     (scope / "reference" / "large.md").write_text(large)
     now = time.time()
+    scope.chmod(0o700)
     for path in scope.rglob("*"):
+        path.chmod(0o600 if path.is_file() else 0o700)  # as the Hub keeps them (SPEC §2)
         if path.is_file():
             os.utime(path, (now, now))
     old = now - 120 * DAY
@@ -104,6 +106,39 @@ def test_every_planted_case_in_its_category_and_nothing_else(memory_hub: HubProc
     assert quota["document_bytes"]["path"] == "reference/large.md"
     assert quota["scope_documents"]["used"] == 16
     assert snapshot(scope) == before  # read-only: not a byte or a timestamp changed
+
+
+def test_open_modes_and_lookalike_names_are_reported_and_a_restart_fixes_modes(
+    short_home: Path,
+) -> None:
+    hub = HubProcess(short_home)
+    try:
+        hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "true"})
+        scope = short_home / "memory" / "global"
+        notes = scope / "notes"
+        notes.mkdir(parents=True, mode=0o755)
+        notes.chmod(0o755)
+        (notes / "open.md").write_text("added by hand\n")
+        (notes / "open.md").chmod(0o644)
+        nfc, nfd = "notes/caf\u00e9.md", "notes/cafe\u0301.md"
+        for name in (nfc, nfd):
+            (scope / name).write_text("two forms of one name\n")
+            (scope / name).chmod(0o600)
+        code, out, err = amux(short_home, "memory", "doctor", "--json")
+        assert code == 0, err
+        found = {(f["category"], f["path"]) for f in out["findings"]}
+        assert ("permissions", "notes/") in found and ("permissions", "notes/open.md") in found
+        lookalike = [f for f in out["findings"] if f["category"] == "lookalike_name"]
+        assert len(lookalike) == 1
+        assert {lookalike[0]["path"], *lookalike[0]["related"]} == {nfc, nfd}
+        hub.stop()
+        hub = HubProcess(short_home)  # the Hub makes the store private again at start
+        assert oct(notes.stat().st_mode & 0o777) == oct(0o700)
+        assert oct((notes / "open.md").stat().st_mode & 0o777) == oct(0o600)
+        code, out, err = amux(short_home, "memory", "doctor", "--json")
+        assert not [f for f in out["findings"] if f["category"] == "permissions"]
+    finally:
+        hub.stop()
 
 
 def test_readable_report_and_pretty(memory_hub: HubProcess) -> None:

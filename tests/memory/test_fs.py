@@ -91,3 +91,46 @@ def test_a_parked_directory_replaced_mid_walk_is_skipped_not_followed(tmp_path: 
         os.close(base)
     assert not any("secret" in p or "planted" in p for p in paths)
     assert "n0.md" in paths  # the walk went on above the replaced directory
+
+
+def test_tidy_makes_hand_added_entries_private_and_never_follows_symlinks(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    (root / "global" / "notes").mkdir(parents=True)
+    (root / "global" / "notes").chmod(0o755)
+    (root / "global" / "notes" / "a.md").write_text("a\n")
+    (root / "global" / "notes" / "a.md").chmod(0o644)
+    (root / "global" / (TEMP_PREFIX + "x")).write_text("partial")
+    outside = tmp_path / "outside.md"
+    outside.write_text("not ours\n")
+    outside.chmod(0o644)
+    (root / "global" / "link.md").symlink_to(outside)
+    (root / "global" / "linkdir").symlink_to(tmp_path)
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        tidied = fs.tidy_tree(fd)
+    finally:
+        os.close(fd)
+    assert (tidied.removed_temps, tidied.fixed_modes, tidied.unfixable) == (1, 3, 0)
+    assert stat.S_IMODE((root / "global" / "notes").stat().st_mode) == 0o700
+    assert stat.S_IMODE((root / "global" / "notes" / "a.md").stat().st_mode) == 0o600
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o644  # a symlink's target is not ours
+
+
+def test_a_store_on_a_read_only_file_system_opens_and_counts_what_it_cannot_fix(
+    tmp_path: Path,
+) -> None:
+    from amux.memory import GLOBAL, Store
+    from tests.hostile import remount, small_tmpfs
+
+    with small_tmpfs(tmp_path / "mnt") as mount:
+        root = mount / "memory"
+        (root / "global").mkdir(parents=True)
+        (root / "global" / "a.md").write_text("hello\n")
+        (root / "global" / "a.md").chmod(0o644)
+        (root / ".amux-root.lock").touch()
+        remount(mount, read_only=True)
+        with Store(root, exclusive=True) as store:
+            assert store.tidied.unfixable >= 1
+            assert store.get(GLOBAL, "a.md")["content"] == "hello\n"
