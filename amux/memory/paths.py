@@ -2,7 +2,8 @@
 
 A logical path is relative, `/`-separated and ends in `.md`; it has no empty, `.`
 or `..` segment, no segment starting with `.` (reserved for the store's own files),
-no backslash, NUL or control character; each segment is at most 255 bytes and the
+no backslash, NUL, control character or invisible format character (zero-width,
+bidi control: they make look-alike names); each segment is at most 255 bytes and the
 whole path at most 1,024 bytes of UTF-8. Validation is purely lexical; symlinks are
 refused later, on the real file system, by `amux.memory.fs`.
 """
@@ -32,8 +33,18 @@ class LogicalPath:
         return self.segments[-1]
 
 
-_FORBIDDEN = re.compile(r"[\x00-\x1f\x7f-\x9f\\\ud800-\udfff]")
-"""Backslash, the Unicode control characters (category Cc) and lone surrogates."""
+_FORMAT = (
+    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890-\u0891\u08e2\u180e\u200b-\u200f"
+    "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
+    "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
+    "\U000e0020-\U000e007f"
+)
+"""The Unicode format characters (category Cf, Unicode 15.1): zero-width spaces and
+joiners, bidirectional controls, soft hyphen, tags. They are invisible, so with them
+two different paths look the same to a person and to an agent (`notes/a<U+200B>.md`
+and `notes/a.md`), and bidi controls make a path read in another order than it is stored."""
+_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\\\\\ud800-\udfff" + _FORMAT + "]")
+"""Backslash, control characters (Cc), invisible format characters (Cf), lone surrogates."""
 _SAFE_LENGTH = SEGMENT_MAX_BYTES // 4
 """Characters that fit the segment byte limit whatever they are (UTF-8 is ≤ 4 bytes each)."""
 
@@ -56,6 +67,9 @@ def segment_problem(segment: str) -> str | None:
             return "backslash is not a separator; use '/'"
         if "\ud800" <= char <= "\udfff":
             return "not valid UTF-8 (lone surrogate)"
+        if ord(char) > 0x9F:
+            return (f"invisible format character U+{ord(char):04X} (zero-width or bidi "
+                    "control): it makes look-alike names; remove it")
         return f"control character U+{ord(char):04X}"
     if len(segment) > _SAFE_LENGTH:
         size = len(segment.encode("utf-8"))

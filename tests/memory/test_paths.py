@@ -85,3 +85,30 @@ def test_prefixes_are_whole_segments(prefix: str | None, segments: tuple[str, ..
 def test_invalid_prefixes_are_refused(prefix: str) -> None:
     with pytest.raises(InvalidPath):
         validate_prefix(prefix)
+
+
+def _format_characters() -> list[str]:
+    import sys
+    import unicodedata
+
+    return [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Cf"]
+
+
+def test_every_invisible_format_character_is_refused_in_a_path() -> None:
+    for char in _format_characters():
+        with pytest.raises(InvalidPath) as refused:
+            validate_path(f"notes/a{char}b.md")
+        assert f"U+{ord(char):04X}" in refused.value.reason
+        assert "look-alike" in refused.value.reason
+
+
+@pytest.mark.parametrize("char", ["\u200b", "\u200d", "\u202e", "\u2066", "\ufeff", "\u00ad"])
+def test_zero_width_and_bidi_controls_are_refused_with_the_fix(char: str) -> None:
+    with pytest.raises(InvalidPath, match="remove it"):
+        validate_path(f"projects/x{char}/notes.md")
+
+
+def test_visible_letters_in_either_normal_form_stay_valid() -> None:
+    # NFC and NFD spell one name two ways; both are legal paths (the doctor reports pairs)
+    assert validate_path("notes/caf\u00e9.md").text != validate_path("notes/cafe\u0301.md").text
+    validate_path("项目/决定.md")
