@@ -29,6 +29,25 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+MESSAGE_MAX_CHARS = 1000
+"""An error message never grows with the input it complains about (a 600 KB path was
+echoed whole): longer messages are cut, and quoted input is cut sooner (`shown`)."""
+SHOWN_MAX_CHARS = 120
+
+
+def shown(value: object, limit: int = SHOWN_MAX_CHARS) -> str:
+    """`repr(value)` for an error message, cut to about `limit` characters."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def _capped(message: str) -> str:
+    if len(message) <= MESSAGE_MAX_CHARS:
+        return message
+    return message[:MESSAGE_MAX_CHARS] + f"… (message cut, {len(message):,} characters)"
+
 
 class AmuxError(Exception):
     """Base of every error amux reports to a caller."""
@@ -38,6 +57,7 @@ class AmuxError(Exception):
     exit_code: ClassVar[int] = 1
 
     def __init__(self, message: str) -> None:
+        message = _capped(message)
         super().__init__(message)
         self.message = message
 
@@ -62,8 +82,8 @@ class InvalidPath(AmuxError):
     exit_code = 2
 
     def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"invalid memory path {path!r}: {reason}")
-        self.reason = reason
+        self.reason = _capped(reason)
+        super().__init__(f"invalid memory path {shown(path)}: {self.reason}")
 
     def details(self) -> dict[str, Any]:
         return {"reason": self.reason}

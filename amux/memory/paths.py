@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from amux.memory.errors import InvalidPath
+from amux.memory.errors import InvalidPath, shown
 from amux.memory.limits import PATH_MAX_BYTES, SEGMENT_MAX_BYTES
 
 
@@ -59,7 +59,7 @@ def segment_problem(segment: str) -> str | None:
     if segment[0] == ".":
         if segment in (".", ".."):
             return f"'{segment}' segment"
-        return f"segment {segment!r} starts with '.' (reserved)"
+        return f"segment {shown(segment)} starts with '.' (reserved)"
     bad = _FORBIDDEN.search(segment)
     if bad is not None:
         char = bad.group()

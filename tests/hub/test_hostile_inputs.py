@@ -1,12 +1,14 @@
-"""A legal but very deep path cannot exhaust the Hub's descriptors or break other scopes.
+"""Hostile inputs through a real Hub: they get a bounded, clear answer and break nothing.
 
-A path may be ~500 directories deep within its 1,024 bytes. Searches used to hold
-one directory fd per level in each worker, so under `ulimit -n 1024` concurrent
-searches failed with `internal`, and so did other principals' plain `get`s.
+- A path may be ~500 directories deep within its 1,024 bytes. Searches used to hold
+  one directory fd per level in each worker, so under `ulimit -n 1024` concurrent
+  searches failed with `internal`, and so did other principals' plain `get`s.
+- Error bodies echoed the offending input whole (600 KB back for a 600 KB path).
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -75,3 +77,18 @@ def test_deep_searches_under_ulimit_1024_leave_every_scope_working(short_home: P
         assert fds and max(fds) < 200  # bounded by workers x MAX_OPEN_DIRS, not by depth
     finally:
         hub.stop()
+
+
+def test_error_bodies_do_not_echo_huge_input(memory_hub: HubProcess) -> None:
+    huge = "x" * 600_000 + ".md"
+    for path, body in (
+        ("/v1/memory/get", {"path": huge}),
+        ("/v1/memory/get", {"path": "." + huge}),  # the reason quotes the segment
+        ("/v1/memory/get", {"path": "a.md", "z" * 300_000: 1}),  # unknown field names
+        ("/v1/memory/search", {"query": "x", "limit": "9" * 300_000}),
+        ("/v1/admin/principals", {"action": "y" * 300_000, "name": "alice"}),
+    ):
+        status, answer = memory_hub.call(path, body)
+        assert status == 400, answer
+        assert len(json.dumps(answer)) < 2_500, (path, len(json.dumps(answer)))
+        assert "characters" in answer["error"]["message"]
