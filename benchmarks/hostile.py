@@ -210,14 +210,16 @@ def unauthenticated_connections(home: Path, unix: int = 500, tls: int = 200) -> 
         result["rss_idle_mb"] = hub.memory_info().rss / 2**20
         held = _stall_unix(str(shared), unix)
         time.sleep(1.0)
-        result.update(unix_attempted=unix, unix_connections=len(held), rss_unix_mb=hub.memory_info().rss / 2**20,
+        result.update(unix_attempted=unix, unix_connections=len(held),
+                      rss_unix_mb=hub.memory_info().rss / 2**20,
                       get_answers_unix=_get_works(connection))
         for sock in held:
             sock.close()
         if tls_port is not None:
             held = _stall_tls(tls_port, tls)
             time.sleep(1.0)
-            result.update(tls_attempted=tls, tls_connections=len(held), rss_tls_mb=hub.memory_info().rss / 2**20,
+            result.update(tls_attempted=tls, tls_connections=len(held),
+                          rss_tls_mb=hub.memory_info().rss / 2**20,
                           get_answers_tls=_get_works(connection))
             for sock in held:
                 sock.close()
@@ -255,7 +257,8 @@ def markdown(report: dict[str, Any]) -> str:
         f"final {cas['final']} of {cas['expected']} "
         f"({cas['conflicts_retried']} conflicts re-read and retried) |",
         f"| {conn['unix_attempted']} unauthenticated connections on the shared socket, each "
-        f"announcing 1 MiB and stalling ({conn['unix_connections']} got past connect) | RSS {conn['rss_idle_mb']:.0f} MB idle -> "
+        f"announcing 1 MiB and stalling ({conn['unix_connections']} got past connect) | "
+        f"RSS {conn['rss_idle_mb']:.0f} MB idle -> "
         f"{conn['rss_unix_mb']:.0f} MB; a `get` "
         f"{'answers' if conn['get_answers_unix'] else 'FAILS'} |",
     ]
