@@ -20,6 +20,7 @@ EXIT_CODES: dict[str, int] = {
     "revision_conflict": 3,
     "memory_disabled": 4,
     "hub_unreachable": 4,
+    "hub_busy": 4,
     "unauthenticated": 5,
     "forbidden": 5,
     "binding_mismatch": 5,

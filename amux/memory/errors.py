@@ -12,6 +12,8 @@ else in amux re-invents that mapping: the Hub and the CLI read it from here
     ├── RevisionConflict     revision_conflict   409  exit 3   (+ current_revision)
     ├── MemoryDisabled       memory_disabled     503  exit 4
     ├── HubUnreachable       hub_unreachable      —   exit 4
+    ├── HubBusy              hub_busy            503  exit 4   (a connection or byte cap:
+    │                                                            nothing was done, retry)
     ├── Unauthenticated      unauthenticated     401  exit 5
     ├── Forbidden            forbidden           403  exit 5
     ├── BindingMismatch      binding_mismatch    403  exit 5
@@ -120,6 +122,18 @@ class MemoryDisabled(AmuxError):
 class HubUnreachable(AmuxError):
     code = "hub_unreachable"
     http_status = None
+    exit_code = 4
+
+
+class HubBusy(AmuxError):
+    """The Hub is at a cap on connections, TLS handshakes or unauthenticated bytes in flight.
+
+    Nothing was read past the request's head and nothing was done; retrying in a
+    moment is safe (docs/hub.md "Framing and limits").
+    """
+
+    code = "hub_busy"
+    http_status = 503
     exit_code = 4
 
 
@@ -243,6 +257,7 @@ ERROR_CLASSES: tuple[type[AmuxError], ...] = (
     RevisionConflict,
     MemoryDisabled,
     HubUnreachable,
+    HubBusy,
     Unauthenticated,
     Forbidden,
     BindingMismatch,

@@ -11,6 +11,7 @@ PINNED = {
     "revision_conflict": (409, 3),
     "memory_disabled": (503, 4),
     "hub_unreachable": (None, 4),
+    "hub_busy": (503, 4),
     "unauthenticated": (401, 5),
     "forbidden": (403, 5),
     "binding_mismatch": (403, 5),
