@@ -62,17 +62,17 @@ def small_tmpfs(path: Path, size: str = "2m", mode: str = "0755") -> Iterator[Pa
 
 
 def fill(directory: Path) -> Path:
-    """Fill the file system holding `directory` until a write fails with ENOSPC."""
+    """Fill the file system holding `directory` until a write fails with ENOSPC.
+
+    Unbuffered, so no refused byte is left in a buffer for `close` to fail on.
+    """
     filler = directory / "filler"
-    with open(filler, "wb") as handle, suppress(OSError):
-        block = b"\0" * 65536
+    with open(filler, "wb", buffering=0) as handle, suppress(OSError):
         while True:
-            handle.write(block)
-            handle.flush()
-    with open(filler, "ab") as handle, suppress(OSError):  # the last partial block
+            handle.write(b"\0" * 65536)
+    with open(filler, "ab", buffering=0) as handle, suppress(OSError):  # the last partial block
         while True:
             handle.write(b"\0")
-            handle.flush()
     return filler
 
 

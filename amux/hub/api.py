@@ -52,6 +52,7 @@ from amux.memory.errors import (
     InvalidArgument,
     MemoryDisabled,
 )
+from amux.memory.faults import storage_faults
 from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
 from amux.memory.store import Store
 
@@ -145,6 +146,10 @@ class HubApi:
             raise InvalidArgument(f"{request.method} {request.path}: use POST")
         credential = self.registry.authenticate(request.token)
         body = _parse_body(request.body)
+        with storage_faults(self.store.root.parent):  # disk full, read-only: say so, by errno
+            return self._route(request, credential, body)
+
+    def _route(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
         if request.path.startswith("/v1/memory/"):
             return self._memory(request, credential, request.path.removeprefix("/v1/memory/"), body)
         route = self._routes.get(request.path)

@@ -2,10 +2,13 @@
 
 Only the installed `amux`, and only for the local default connection, starts a
 Hub. Racing starters serialize on an `flock` of `<AMUX_HOME>/run/start.lock`:
-the first starts the Hub and waits for its readiness line, the others then find
-it answering. The Hub itself also refuses a second instance on the same memory
-root (its exclusive root lock), so even a starter that bypasses this module
-cannot produce two writers.
+the first starts the Hub and waits for its readiness line (or its start-up error,
+as JSON), the others then find it answering. The Hub detaches itself from the
+starter (`amux.hub.server --detach`), so it is never the zombie child of a
+long-lived starter such as `amux run`, and `stop` sees it gone once it exited.
+The Hub itself also refuses a second instance on the same memory root (its
+exclusive root lock), so even a starter that bypasses this module cannot produce
+two writers.
 """
 
 from __future__ import annotations
@@ -18,15 +21,21 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from amux.client.connection import Connection, owner_config_path, read_config
 from amux.client.transport import HubClient
 from amux.client.wire import ClientError
-from amux.hub.paths import log_path, owner_socket_path, start_lock_path
+from amux.hub.paths import STOP_SECONDS, log_path, owner_socket_path, pid_path, start_lock_path
+
+if TYPE_CHECKING:
+    from amux.hub.pidfile import ProcessId
 
 READY_TIMEOUT = 20.0
+KILL_SECONDS = 5.0
+"""How long `stop` waits for a Hub it had to SIGKILL."""
 
 
 def _owner_connection(home: Path) -> Connection | None:
@@ -66,40 +75,50 @@ def answering(home: Path) -> bool:
 
 def start(home: Path) -> dict[str, Any]:
     """Start the Hub for `home` in the background unless one answers; its status."""
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
     lock = start_lock_path(home)
-    lock.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(lock, "a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        if answering(home):
-            return status(home)
-        with open(log_path(home), "ab") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "amux.hub.server", str(home)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-                start_new_session=True, close_fds=True,
-            )
-        assert process.stdout is not None
-        ready = _readiness(process)
-        process.stdout.close()
-        if ready is None:
-            code = process.wait(timeout=READY_TIMEOUT)
-            raise ClientError("internal", f"the Hub did not start (exit {code}); see "
-                              f"{log_path(home)}: {_tail(log_path(home))}")
-        # It outlives us as a daemon; a long-lived caller reaps it in `stop` (the
-        # returncode set here keeps Popen from warning that it is still running).
-        process.returncode = 0
-        return ready
+    with _storage_faults(home):
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        with open(lock, "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            if answering(home):
+                return status(home)
+            return _spawn(home)
 
 
-def _readiness(process: subprocess.Popen[bytes]) -> dict[str, Any] | None:
-    """The Hub's first stdout line (its status once it serves), or None if it died."""
+def _spawn(home: Path) -> dict[str, Any]:
+    """Run the Hub detached (`--detach`) and wait for its readiness line."""
+    with open(log_path(home), "ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "amux.hub.server", "--detach", str(home)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, close_fds=True,
+        )
+    process.wait(timeout=READY_TIMEOUT)  # the intermediate: the Hub is its child, not ours
     assert process.stdout is not None
-    line = process.stdout.readline()
-    if not line:
-        return None
-    value: dict[str, Any] = json.loads(line)
-    return value
+    with process.stdout:
+        line = process.stdout.readline()
+    ready: dict[str, Any] = json.loads(line) if line else {}
+    if "running" in ready:
+        return ready
+    error: dict[str, Any] | None = ready.get("error")
+    if error is None:  # it died before it could say why: a bug, its traceback is in the log
+        raise ClientError("internal", f"the Hub did not start; see {log_path(home)}: "
+                          f"{_tail(log_path(home))}")
+    code, message = error.pop("code"), error.pop("message")
+    raise ClientError(code, f"the Hub did not start: {message}", error)
+
+
+@contextlib.contextmanager
+def _storage_faults(home: Path) -> Iterator[None]:
+    """A full or read-only AMUX_HOME as the client's `storage_unavailable` (exit 8)."""
+    from amux.memory.errors import StorageUnavailable
+    from amux.memory.faults import storage_faults
+
+    try:
+        with storage_faults(home, "the Hub cannot start"):
+            yield
+    except StorageUnavailable as fault:
+        raise ClientError(fault.code, fault.message, fault.details()) from None
 
 
 def _tail(path: Path) -> str:
@@ -111,22 +130,46 @@ def _tail(path: Path) -> str:
 
 
 def stop(home: Path) -> dict[str, Any]:
-    """Stop the running Hub (SIGTERM; it finishes in-flight requests) and wait for it."""
+    """Stop the Hub (SIGTERM: it drains, then exits) and wait until it is really gone.
+
+    The pid comes from the Hub itself or, when it no longer answers (it is already
+    draining, or hangs), from `run/hub.pid` if that names the same process (pid and
+    start time). A Hub still there after `STOP_SECONDS` is killed: a stop never
+    leaves a Hub that stopped serving but still holds its memory root.
+    """
+    from amux.hub import pidfile
+
     current = status(home)
-    if not current.get("running"):
-        return {"running": False, "stopped": False}
-    pid = int(current["pid"])
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + READY_TIMEOUT
-    while time.monotonic() < deadline:
-        with contextlib.suppress(ChildProcessError):  # our own child (started by us): reap it
-            os.waitpid(pid, os.WNOHANG)
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return {"running": False, "stopped": True, "pid": pid}
+    if current.get("running"):
+        hub = pidfile.identify(int(current["pid"]))
+    else:
+        recorded = pidfile.read(pid_path(home))
+        alive = recorded is not None and recorded.started is not None and pidfile.alive(recorded)
+        hub = recorded if alive else None
+    if hub is None:
+        return {"running": False, "stopped": current.get("running", False) is True}
+    stopped = {"running": False, "stopped": True, "pid": hub.pid}
+    if _signal_and_wait(hub, signal.SIGTERM, STOP_SECONDS):
+        return stopped
+    if _signal_and_wait(hub, signal.SIGKILL, KILL_SECONDS):
+        return {**stopped, "killed": True}
+    raise ClientError("internal", f"the Hub (pid {hub.pid}) did not exit even after SIGKILL; "
+                      "it is stuck in the kernel (check the disk holding AMUX_HOME)")
+
+
+def _signal_and_wait(hub: ProcessId, signum: int, seconds: float) -> bool:
+    """Send `signum` to the recorded Hub; True once it is gone (a zombie counts as gone)."""
+    from amux.hub import pidfile
+
+    deadline = time.monotonic() + seconds
+    if pidfile.alive(hub):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(hub.pid, signum)
+    while pidfile.alive(hub):
+        if time.monotonic() > deadline:
+            return False
         time.sleep(0.05)
-    raise ClientError("internal", f"the Hub (pid {pid}) did not stop within {READY_TIMEOUT:.0f} s")
+    return True
 
 
 def reload(home: Path) -> Any:

@@ -1,8 +1,10 @@
 """Principals, aliases, tokens and delegated bindings (SPEC §4).
 
 The registry lives in `<AMUX_HOME>/identities.json` (0600), written with the one
-temp-and-replace helper after every change, and is owned by the Hub process: a
-change made through the Hub applies to the next request at once.
+temp-and-replace helper by every change before the change takes effect (SPEC §4:
+durable first), and is owned by the Hub process: a change made through the Hub
+applies to the next request at once. A change that cannot be saved (disk full,
+read-only) fails with `storage_unavailable` and changes nothing.
 
 - A principal's id is the name given to `add` (immutable); aliases are further
   login names of the same principal and resolve to it.
@@ -20,19 +22,22 @@ business, not the registry's.
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 import re
 import secrets
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from amux.memory.durable import write_file_atomic
 from amux.memory.errors import BindingMismatch, InvalidArgument, Unauthenticated
+from amux.memory.faults import storage_faults
 from amux.memory.scope import PRINCIPAL_ID, Scope
 
 IDENTITIES_NAME = "identities.json"
@@ -99,18 +104,57 @@ def check_binding(credential: Credential, scope: Scope, declared: str | None = N
             )
 
 
+@dataclass
+class _State:
+    """Everything `identities.json` holds; a change edits a copy (see `Registry._change`)."""
+
+    owner: str | None = None
+    principals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def copy(self) -> _State:
+        return _State(self.owner, copy.deepcopy(self.principals), copy.deepcopy(self.tokens))
+
+    def resolve(self, name: str) -> str:
+        if name in self.principals:
+            return name
+        for principal, entry in self.principals.items():
+            if name in entry["aliases"]:
+                return principal
+        raise InvalidArgument(f"no principal or alias named {name!r}")
+
+    def name_taken(self, name: str) -> bool:
+        return any(
+            name == principal or name in entry["aliases"]
+            for principal, entry in self.principals.items()
+        )
+
+    def live(self, now: float) -> dict[str, dict[str, Any]]:
+        """The tokens that have not expired."""
+        return {token_id: entry for token_id, entry in self.tokens.items()
+                if entry["expires_at"] is None or entry["expires_at"] > now}
+
+
 class Registry:
-    """The identities of one Hub, persisted in `identities.json`. Safe for many threads."""
+    """The identities of one Hub, persisted in `identities.json`. Safe for many threads.
+
+    Every change is made on a copy of the state, saved, and only then made current
+    (`_change`): a save that fails (a full or read-only disk: `StorageUnavailable`)
+    changes nothing, so what a running Hub accepts is always what a restarted one
+    would, and a revocation is never in force only until the next restart.
+    """
 
     def __init__(self, home: Path, clock: Callable[[], float] = time.time) -> None:
         self.path = home / IDENTITIES_NAME
         self.clock = clock
         self._lock = threading.Lock()
-        self._principals: dict[str, dict[str, Any]] = {}
-        self._tokens: dict[str, dict[str, Any]] = {}
+        self._state = _State()
         self._by_digest: dict[str, str] = {}
-        self.owner: str | None = None
         self._load()
+
+    @property
+    def owner(self) -> str | None:
+        return self._state.owner
 
     # -- persistence -------------------------------------------------------------
 
@@ -124,59 +168,51 @@ class Registry:
         if not isinstance(data, dict) or data.get("version") != 1:
             found = data.get("version") if isinstance(data, dict) else type(data).__name__
             raise InvalidArgument(f"{self.path}: not an identities file (version {found!r})")
-        self.owner = data.get("owner")
-        self._principals = data.get("principals", {})
-        self._tokens = data.get("tokens", {})
-        self._by_digest = {entry["digest"]: token_id for token_id, entry in self._tokens.items()}
+        self._use(_State(data.get("owner"), data.get("principals", {}), data.get("tokens", {})))
 
-    def _save(self) -> None:
-        data = {
-            "version": 1,
-            "owner": self.owner,
-            "principals": self._principals,
-            "tokens": self._tokens,
-        }
-        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    def _use(self, state: _State) -> None:
+        self._state = state
+        self._by_digest = {entry["digest"]: token_id for token_id, entry in state.tokens.items()}
+
+    @contextmanager
+    def _change(self) -> Iterator[_State]:
+        """A copy of the state (expired tokens pruned) to change in the block; when the
+        block ends it is saved and then made current. Call with `_lock` held."""
+        draft = self._state.copy()
+        draft.tokens = draft.live(self.clock())
+        yield draft
+        data = {"version": 1, "owner": draft.owner, "principals": draft.principals,
+                "tokens": draft.tokens}
         text = json.dumps(data, indent=2, sort_keys=True) + "\n"
-        write_file_atomic(self.path, text.encode("utf-8"))
+        with storage_faults(self.path):
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_file_atomic(self.path, text.encode("utf-8"))
+        self._use(draft)
 
     # -- lookups -----------------------------------------------------------------
 
     def resolve(self, name: str) -> str:
         """The principal id a name (id or alias) belongs to."""
         with self._lock:
-            return self._resolve(name)
-
-    def _resolve(self, name: str) -> str:
-        if name in self._principals:
-            return name
-        for principal, entry in self._principals.items():
-            if name in entry["aliases"]:
-                return principal
-        raise InvalidArgument(f"no principal or alias named {name!r}")
-
-    def _name_taken(self, name: str) -> bool:
-        return any(
-            name == principal or name in entry["aliases"]
-            for principal, entry in self._principals.items()
-        )
+            return self._state.resolve(name)
 
     def listing(self) -> list[dict[str, Any]]:
         """Principals with their aliases and live tokens (ids, kinds, expiry; no digests)."""
         with self._lock:
-            self._expire()
+            state = self._state
+            live = state.live(self.clock())
             listing = []
-            for principal in sorted(self._principals):
+            for principal in sorted(state.principals):
                 tokens = [
                     {"token_id": token_id, "kind": entry["kind"], "binding": entry["binding"],
                      "expires_at": entry["expires_at"]}
-                    for token_id, entry in sorted(self._tokens.items())
+                    for token_id, entry in sorted(live.items())
                     if entry["principal"] == principal
                 ]
                 listing.append({
                     "principal": principal,
-                    "owner": principal == self.owner,
-                    "aliases": sorted(self._principals[principal]["aliases"]),
+                    "owner": principal == state.owner,
+                    "aliases": sorted(state.principals[principal]["aliases"]),
                     "tokens": tokens,
                 })
             return listing
@@ -187,7 +223,7 @@ class Registry:
             raise Unauthenticated("missing or malformed token")
         with self._lock:
             token_id = self._by_digest.get(_digest(token))
-            entry = self._tokens.get(token_id) if token_id is not None else None
+            entry = self._state.tokens.get(token_id) if token_id is not None else None
             if entry is None or token_id is None:
                 raise Unauthenticated("unknown or revoked token")
             expires = entry["expires_at"]
@@ -201,37 +237,36 @@ class Registry:
         """Create the owner principal and its first token on first start (else None)."""
         check_name(name)
         with self._lock:
-            if self.owner is not None:
+            if self._state.owner is not None:
                 return None
-            if name not in self._principals:
-                self._principals[name] = {"aliases": [], "created_at": self.clock()}
-            self.owner = name
-            return self._issue(name, LOGIN, None, None)
+            with self._change() as draft:
+                draft.principals.setdefault(name, {"aliases": [], "created_at": self.clock()})
+                draft.owner = name
+                return self._issue(draft, name, LOGIN, None, None)
 
     def add(self, name: str) -> IssuedToken:
         """A new principal (its id is `name`, forever) and its first token."""
         check_name(name)
-        with self._lock:
-            if self._name_taken(name):
+        with self._lock, self._change() as draft:
+            if draft.name_taken(name):
                 raise InvalidArgument(f"{name!r} is already a principal or an alias")
-            self._principals[name] = {"aliases": [], "created_at": self.clock()}
-            return self._issue(name, LOGIN, None, None)
+            draft.principals[name] = {"aliases": [], "created_at": self.clock()}
+            return self._issue(draft, name, LOGIN, None, None)
 
     def alias(self, name: str, alias: str) -> str:
         """Make `alias` another login name of `name`'s principal; returns the principal."""
         check_name(alias, "alias")
-        with self._lock:
-            principal = self._resolve(name)
-            if self._name_taken(alias):
+        with self._lock, self._change() as draft:
+            principal = draft.resolve(name)
+            if draft.name_taken(alias):
                 raise InvalidArgument(f"{alias!r} is already a principal or an alias")
-            self._principals[principal]["aliases"].append(alias)
-            self._save()
+            draft.principals[principal]["aliases"].append(alias)
             return principal
 
     def issue_token(self, name: str) -> IssuedToken:
         """One more login token for `name`'s principal."""
-        with self._lock:
-            return self._issue(self._resolve(name), LOGIN, None, None)
+        with self._lock, self._change() as draft:
+            return self._issue(draft, draft.resolve(name), LOGIN, None, None)
 
     def delegate(self, name: str, binding: str, ttl: float | None) -> IssuedToken:
         """A delegated token for `name`'s principal, bound to `binding`, expiring after `ttl` s."""
@@ -240,44 +275,29 @@ class Registry:
             isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0
         ):
             raise InvalidArgument(f"ttl must be a positive number of seconds, got {ttl!r}")
-        with self._lock:
-            principal = self._resolve(name)
+        with self._lock, self._change() as draft:
             expires = None if ttl is None else self.clock() + ttl
-            return self._issue(principal, DELEGATED, binding, expires)
+            return self._issue(draft, draft.resolve(name), DELEGATED, binding, expires)
 
     def revoke(self, name: str, token_id: str | None = None) -> list[str]:
         """Revoke one token of `name`'s principal, or all of them when `token_id` is None."""
-        with self._lock:
-            principal = self._resolve(name)
-            owned = [tid for tid, entry in self._tokens.items() if entry["principal"] == principal]
+        with self._lock, self._change() as draft:
+            principal = draft.resolve(name)
+            owned = [tid for tid, entry in draft.tokens.items() if entry["principal"] == principal]
             if token_id is not None:
                 if token_id not in owned:
                     raise InvalidArgument(f"{principal} has no token {token_id!r}")
                 owned = [token_id]
             for tid in owned:
-                self._by_digest.pop(self._tokens.pop(tid)["digest"], None)
-            self._save()
+                del draft.tokens[tid]
             return sorted(owned)
 
-    def _issue(self, principal: str, kind: str, binding: str | None, expires: float | None) -> (
-        IssuedToken
-    ):
+    def _issue(self, draft: _State, principal: str, kind: str, binding: str | None,
+               expires: float | None) -> IssuedToken:
         token = TOKEN_PREFIX + base64.urlsafe_b64encode(secrets.token_bytes(32)).decode()[:43]
         token_id = secrets.token_hex(6)
-        digest = _digest(token)
-        self._tokens[token_id] = {
-            "principal": principal, "digest": digest, "kind": kind, "binding": binding,
+        draft.tokens[token_id] = {
+            "principal": principal, "digest": _digest(token), "kind": kind, "binding": binding,
             "created_at": self.clock(), "expires_at": expires,
         }
-        self._by_digest[digest] = token_id
-        self._expire()
-        self._save()
         return IssuedToken(principal, token, token_id)
-
-    def _expire(self) -> None:
-        now = self.clock()
-        for token_id in [
-            tid for tid, entry in self._tokens.items()
-            if entry["expires_at"] is not None and entry["expires_at"] <= now
-        ]:
-            self._by_digest.pop(self._tokens.pop(token_id)["digest"], None)

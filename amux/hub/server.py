@@ -33,6 +33,7 @@ from types import FrameType
 from typing import Any
 
 from amux import __version__
+from amux.hub import pidfile
 from amux.hub.api import HubApi
 from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
@@ -40,6 +41,7 @@ from amux.hub.loop import EventLoop, Listener
 from amux.hub.paths import owner_socket_path, pid_path
 from amux.memory.durable import write_file_atomic
 from amux.memory.errors import AmuxError, InvalidArgument
+from amux.memory.faults import storage_error
 from amux.memory.store import Store
 
 log = logging.getLogger("amux.hub")
@@ -136,7 +138,7 @@ class Hub:
             if config.tls_address:
                 listeners.append(self._listen_tls(config.tls_address, config.tls_cert,
                                                   config.tls_key))
-            write_file_atomic(self.pid_path, f"{os.getpid()}\n".encode())
+            self._write_pid()
             self._loop = EventLoop(self.api.handle, listeners)
             previous = {sig: signal.signal(sig, self._on_signal)
                         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
@@ -154,6 +156,18 @@ class Hub:
                 if path is not None:
                     path.unlink(missing_ok=True)
             self.store.close()
+
+    def _write_pid(self) -> None:
+        """`run/hub.pid` (pid and start time), best effort: `amux hub stop` asks the Hub
+        itself for its pid and reads the file only when the Hub no longer answers, so a
+        full disk costs that fallback, not the reads the Hub can still serve."""
+        try:
+            write_file_atomic(self.pid_path, pidfile.current().render().encode())
+        except OSError as error:
+            fault = storage_error(error, self.pid_path, "the Hub serves without its pid file")
+            if fault is None:
+                raise
+            log.warning("%s", fault.message)
 
     def _maybe_reload(self) -> None:
         if self._reload.is_set():
@@ -198,20 +212,56 @@ def _default_owner() -> str:
     return name.lstrip("._-")[:64] or "owner"
 
 
+DETACH = "--detach"
+"""Given by `amux.hub.control.start`: leave the starter before serving (`_detach`)."""
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`python -m amux.hub.server HOME`: serve HOME in the foreground (`amux hub serve`)."""
+    """`python -m amux.hub.server [--detach] HOME`: serve HOME (`amux hub serve` runs it
+    in the foreground; `amux hub start` with `--detach`).
+
+    A start-up failure is one line, `amux hub: …`, and the error's exit code (a full
+    or read-only disk: 8, `storage_unavailable`); detached, the starter also gets the
+    error's JSON as the readiness line. Only a bug gives a traceback.
+    """
     args = sys.argv[1:] if argv is None else argv
+    detach = args[:1] == [DETACH]
+    args = args[1:] if detach else args
     if len(args) != 1:
-        print("usage: python -m amux.hub.server AMUX_HOME", file=sys.stderr)
+        print(f"usage: python -m amux.hub.server [{DETACH}] AMUX_HOME", file=sys.stderr)
         return 2
     home = Path(args[0])
+    if detach:
+        _detach()
     logging.basicConfig(level=logging.INFO, format="amux hub: %(message)s")
     try:
-        Hub(home).serve()
+        try:
+            Hub(home).serve()
+        except OSError as error:
+            fault = storage_error(error, error.filename or home, "the Hub cannot start")
+            if fault is None:
+                raise
+            raise fault from None
     except AmuxError as error:
+        if detach:
+            print(json.dumps(error.to_wire()), flush=True)
         print(f"amux hub: {error.message}", file=sys.stderr)
         return error.exit_code
     return 0
+
+
+def _detach() -> None:
+    """Fork once more and let the intermediate exit at once (the starter reaps it).
+
+    The Hub is then reparented, in a session of its own, and is no child of the
+    command that started it on demand: when it exits nobody's unreaped zombie
+    keeps its pid alive, whether that command is a short `amux memory …` or an
+    `amux run` that outlives the agent. It keeps the starter's stdout pipe for the
+    readiness line. Runs before any thread exists (a fork copies only its caller).
+    """
+    if os.fork() > 0:
+        os._exit(0)
+    os.setsid()
 
 
 if __name__ == "__main__":
