@@ -288,12 +288,13 @@ def launch(home: Path, request: RunRequest) -> int:
                 if session.agent_session is not None:
                     state.save(home, session)
     finally:
-        if wired is not None:
-            wiring.unwire(wired)
+        unrevoked = wiring.unwire(wired) if wired is not None else None
         if grant is not None:
-            wiring.revoke(grant)
-        if run_dir is not None:
-            remove(run_dir)
+            unrevoked = wiring.revoke(grant)
+            if unrevoked is None and run_dir is not None:
+                remove(run_dir)  # else kept, so the next launch revokes the token
+        if unrevoked:
+            _warn(unrevoked)
 
 
 def _wire(home: Path, prepared: Prepared, client: Path) -> wiring.Wired | None:

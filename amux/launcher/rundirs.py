@@ -4,14 +4,16 @@ A run directory (non-isolated: `<AMUX_HOME>/run/agents/<id>`; isolated: under th
 runs root) holds `launcher.pid` and, when a delegated token was issued,
 `token.json` with the principal and token id (no secret). The next launch finds
 the directories whose launcher is gone, revokes their tokens and removes them.
+"Gone" is judged by pid *and* start time (`amux.hub.pidfile`): a reused pid or an
+unreaped zombie does not keep a dead launcher's token alive.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
+from amux.hub import pidfile
 from amux.memory.durable import write_file_atomic
 
 CONFIG_NAME = "memory.json"
@@ -19,7 +21,8 @@ CONFIG_NAME = "memory.json"
 
 
 def claim(run_dir: Path, principal: str, token_id: str | None) -> None:
-    (run_dir / "launcher.pid").write_text(f"{os.getpid()}\n")
+    """Record this launcher (pid and start time) and the token to revoke once it is gone."""
+    (run_dir / "launcher.pid").write_text(pidfile.current().render())
     if token_id is not None:
         (run_dir / "token.json").write_text(json.dumps(
             {"principal": principal, "token_id": token_id}) + "\n")
@@ -38,11 +41,8 @@ def stale(root: Path) -> list[tuple[Path, dict[str, str] | None]]:
     """Run directories under `root` whose launcher is gone, each with its token record."""
     found: list[tuple[Path, dict[str, str] | None]] = []
     for run_dir in sorted(root.iterdir()) if root.is_dir() else []:
-        try:
-            pid = int((run_dir / "launcher.pid").read_text())
-        except (OSError, ValueError):
-            pid = 0
-        if pid > 0 and _alive(pid):
+        launcher = pidfile.read(run_dir / "launcher.pid")
+        if launcher is not None and pidfile.alive(launcher):
             continue
         try:
             token = json.loads((run_dir / "token.json").read_text())
@@ -51,12 +51,3 @@ def stale(root: Path) -> list[tuple[Path, dict[str, str] | None]]:
         found.append((run_dir, token if isinstance(token, dict) else None))
     return found
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -12,7 +12,8 @@ Anything that goes wrong here is a start-up warning and a session without
 memory: never a blocked agent, never the global scope instead, never a
 temporary store. The run directory and the token go at cleanup, however the
 agent ended; run directories of launchers that died are removed at the next
-launch.
+launch. A token the Hub does not revoke (it is down, or cannot save) keeps its
+run directory, with a warning, so that a later launch revokes it.
 """
 
 from __future__ import annotations
@@ -224,8 +225,9 @@ def preview_for(home: Path, name: str) -> Binding:
     return Binding(principal, scope.binding)
 
 
-def revoke(grant: Grant) -> None:
-    _revoke(grant.connection, grant.principal, grant.token_id)
+def revoke(grant: Grant) -> str | None:
+    """Revoke an isolated run's token; the warning when that failed (as `unwire`)."""
+    return _revoke(grant.connection, grant.principal, grant.token_id)
 
 
 def check(wired: Wired) -> str | None:
@@ -242,18 +244,34 @@ def check(wired: Wired) -> str | None:
     return None
 
 
-def unwire(wired: Wired) -> None:
-    """Revoke the delegated token and remove the run directory (best effort, never raises)."""
-    if wired.token_id is not None:
-        _revoke(wired.connection, wired.principal, wired.token_id)
-    shutil.rmtree(wired.run_dir, ignore_errors=True)
+def unwire(wired: Wired) -> str | None:
+    """Revoke the delegated token, then remove the run directory; never raises.
+
+    A revocation that fails (the Hub is gone, or cannot save: `storage_unavailable`)
+    keeps the directory, whose `launcher.pid` and `token.json` let the next launch
+    retry it (`clean_stale_runs`), and returns the warning that says so.
+    """
+    problem = None if wired.token_id is None else _revoke(wired.connection, wired.principal,
+                                                          wired.token_id)
+    if problem is None:
+        shutil.rmtree(wired.run_dir, ignore_errors=True)
+    return problem
 
 
-def _revoke(connection: Connection, principal: str, token_id: str) -> None:
-    with contextlib.suppress(ClientError), HubClient(
-            connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
-        hub.call("/v1/admin/principals", {"action": "revoke", "name": principal,
-                                          "token_id": token_id})
+def _revoke(connection: Connection, principal: str, token_id: str) -> str | None:
+    """Revoke one delegated token: None when it is gone, else the warning (it stays valid
+    until a later launch revokes it or its TTL ends)."""
+    try:
+        with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
+            hub.call("/v1/admin/principals", {"action": "revoke", "name": principal,
+                                              "token_id": token_id})
+    except ClientError as error:
+        if error.code == "invalid_argument":  # no such token (expired) or principal left
+            return None
+        return (f"the session's delegated token {token_id} was not revoked ({error.code}: "
+                f"{error.message}); its run directory is kept so the next `amux run` "
+                "revokes it")
+    return None
 
 
 def clean_stale_runs(home: Path, connection: Connection) -> None:
@@ -264,7 +282,7 @@ def clean_stale_runs(home: Path, connection: Connection) -> None:
     for root in (runs_dir(home), runs_root(create=False)):
         with contextlib.suppress(OSError):
             for run_dir, token in rundirs.stale(root):
-                if token is not None:
-                    _revoke(connection, str(token.get("principal")),
-                            str(token.get("token_id")))
+                if token is not None and _revoke(connection, str(token.get("principal")),
+                                                 str(token.get("token_id"))) is not None:
+                    continue  # kept: a later launch tries again
                 shutil.rmtree(run_dir, ignore_errors=True)

@@ -1,0 +1,129 @@
+"""Run directories of dead launchers: judged by pid and start time, kept while unrevoked.
+
+A reused pid (a live, unrelated process) or an unreaped zombie must not keep a dead
+launcher's delegated token valid until its TTL; a token the Hub cannot revoke (its
+disk is full) keeps its run directory, so a later launch tries again.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from amux.client.connection import Connection, owner_config_path, read_config
+from amux.hub import pidfile
+from amux.launcher import rundirs, wiring
+from tests.hostile import fill, small_tmpfs
+from tests.hubproc import HubProcess
+
+
+@pytest.fixture(autouse=True)
+def no_isolated_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`clean_stale_runs` also scans the isolated runs root: keep it to the test's own."""
+    monkeypatch.setenv("AMUX_RUNS_DIR", str(tmp_path / "runs"))
+
+
+def owner_connection(hub: HubProcess) -> Connection:
+    return read_config(owner_config_path(hub.home), "test", None)
+
+
+def delegated(hub: HubProcess) -> dict[str, str]:
+    principals = hub.call("/v1/admin/principals", {"action": "list"})[1]["principals"]
+    owner = next(p["principal"] for p in principals if p["owner"])
+    issued: dict[str, str] = hub.call("/v1/admin/principals", {
+        "action": "delegate", "name": owner, "binding": "global", "ttl": 3600})[1]
+    return issued
+
+
+def run_dir(home: Path, name: str, launcher: str, token: dict[str, str] | None) -> Path:
+    directory = wiring.runs_dir(home) / name
+    directory.mkdir(parents=True)
+    (directory / "launcher.pid").write_text(launcher)
+    if token is not None:
+        (directory / "token.json").write_text(json.dumps(
+            {"principal": token["principal"], "token_id": token["token_id"]}))
+    return directory
+
+
+def valid(hub: HubProcess, token: dict[str, str]) -> bool:
+    return hub.call("/v1/status", {}, token=token["token"])[0] == 200
+
+
+@pytest.fixture
+def unrelated() -> Iterator[psutil.Process]:
+    """A live process that is no launcher: what a reused pid names."""
+    process = subprocess.Popen(["sleep", "60"])
+    try:
+        yield psutil.Process(process.pid)
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_a_reused_pid_does_not_keep_a_dead_launchers_token(
+        hub: HubProcess, unrelated: psutil.Process) -> None:
+    token = delegated(hub)
+    reused = run_dir(hub.home, "reused", f"{unrelated.pid} {unrelated.create_time() - 1000}\n",
+                     token)
+    mine = run_dir(hub.home, "mine", pidfile.current().render(), None)
+    wiring.clean_stale_runs(hub.home, owner_connection(hub))
+    assert not reused.exists() and not valid(hub, token)
+    assert mine.exists()  # a live launcher's, same pid and start time
+
+
+def test_a_zombie_launcher_counts_as_gone(tmp_path: Path) -> None:
+    child = subprocess.Popen(["true"])
+    try:
+        zombie = psutil.Process(child.pid)
+        deadline = time.monotonic() + 10
+        while zombie.status() != psutil.STATUS_ZOMBIE:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        directory = tmp_path / "zombie"
+        directory.mkdir()
+        (directory / "launcher.pid").write_text(f"{child.pid} {zombie.create_time()}\n")
+        assert [found for found, _ in rundirs.stale(tmp_path)] == [directory]
+    finally:
+        child.wait()
+
+
+def test_an_old_pid_only_record_is_still_read(tmp_path: Path,
+                                              unrelated: psutil.Process) -> None:
+    (tmp_path / "live").mkdir()
+    (tmp_path / "live" / "launcher.pid").write_text(f"{unrelated.pid}\n")
+    (tmp_path / "dead").mkdir()
+    (tmp_path / "dead" / "launcher.pid").write_text("999999999\n")
+    assert [found.name for found, _ in rundirs.stale(tmp_path)] == ["dead"]
+
+
+def test_a_token_the_hub_cannot_revoke_keeps_its_run_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with tempfile.TemporaryDirectory(prefix="amux-", dir="/tmp") as directory, \
+            small_tmpfs(Path(directory) / "m", size="4m") as mount:
+        hub = HubProcess(mount / "home")
+        try:
+            connection = owner_connection(hub)
+            token = delegated(hub)
+            stale = run_dir(hub.home, "stale", "999999999\n", token)
+            active = run_dir(hub.home, "active", pidfile.current().render(), token)
+            wired = wiring.Wired(active, active / rundirs.CONFIG_NAME, active / "bin",
+                                 token["principal"], token["token_id"], connection)
+            filler = fill(mount)
+            wiring.clean_stale_runs(hub.home, connection)
+            assert stale.exists() and valid(hub, token)
+            warning = wiring.unwire(wired)  # the session ends while the disk is full
+            assert warning is not None and "storage_unavailable" in warning
+            assert "not revoked" in warning and active.exists() and valid(hub, token)
+            filler.unlink()
+            wiring.clean_stale_runs(hub.home, connection)
+            assert not stale.exists() and not valid(hub, token)
+            assert wiring.unwire(wired) is None and not active.exists()
+        finally:
+            hub.stop()
