@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 import amux
+from amux.client.tools import MemoryTools
 from tests.hostile import as_user, fill, remount, small_tmpfs, throwaway_user
 from tests.hubproc import Caller, HubProcess
 
@@ -79,7 +80,8 @@ def test_a_revocation_that_cannot_be_saved_is_not_in_force(mount: Path) -> None:
     no_temps(home)
 
 
-def test_a_full_disk_refuses_every_write_and_keeps_the_old(mount: Path) -> None:
+def test_a_full_disk_refuses_every_write_and_keeps_the_old(
+        mount: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = mount / "home"
     hub = HubProcess(home)
     try:
@@ -87,6 +89,13 @@ def test_a_full_disk_refuses_every_write_and_keeps_the_old(mount: Path) -> None:
         revision = put(hub, "notes/a.md", "old\n")[1]["revision"]
         fill(mount)
         refused(put(hub, "notes/a.md", "new\n", revision), "ENOSPC")
+        monkeypatch.setenv("AMUX_MEMORY_CONFIG", str(home / "credentials" / "owner.json"))
+        text, is_error = MemoryTools().call("memory_upsert", {
+            "path": "notes/a.md", "content": "new\n", "expected_revision": revision})
+        error = json.loads(text)["error"]  # what an agent reads through MCP
+        assert is_error and (error["code"], error["errno"]) == ("storage_unavailable", "ENOSPC")
+        assert error["message"].startswith("the Hub's disk is full")
+        assert "your change was not saved" in error["message"]
         refused(put(hub, "notes/b.md", "created\n"), "ENOSPC")
         refused(hub.call("/v1/admin/config", {"action": "set", "key": "isolation.enabled",
                                               "value": "true"}), "ENOSPC")

@@ -78,7 +78,8 @@ def test_a_reused_pid_does_not_keep_a_dead_launchers_token(
     assert mine.exists()  # a live launcher's, same pid and start time
 
 
-def test_a_zombie_launcher_counts_as_gone(tmp_path: Path) -> None:
+@pytest.mark.parametrize("with_start_time", [True, False], ids=["pid and start", "pid only"])
+def test_a_zombie_launcher_counts_as_gone(tmp_path: Path, with_start_time: bool) -> None:
     child = subprocess.Popen(["true"])
     try:
         zombie = psutil.Process(child.pid)
@@ -88,7 +89,8 @@ def test_a_zombie_launcher_counts_as_gone(tmp_path: Path) -> None:
             time.sleep(0.01)
         directory = tmp_path / "zombie"
         directory.mkdir()
-        (directory / "launcher.pid").write_text(f"{child.pid} {zombie.create_time()}\n")
+        started = f" {zombie.create_time()}" if with_start_time else ""
+        (directory / "launcher.pid").write_text(f"{child.pid}{started}\n")
         assert [found for found, _ in rundirs.stale(tmp_path)] == [directory]
     finally:
         child.wait()
