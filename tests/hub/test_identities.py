@@ -9,8 +9,14 @@ from pathlib import Path
 import pytest
 
 from amux.hub.identities import Registry, check_binding
-from amux.memory.errors import BindingMismatch, InvalidArgument, Unauthenticated
+from amux.memory.errors import (
+    BindingMismatch,
+    InvalidArgument,
+    StorageUnavailable,
+    Unauthenticated,
+)
 from amux.memory.scope import GLOBAL, Identity, resolve_scope
+from tests.hostile import fill, small_tmpfs
 
 
 class Clock:
@@ -155,3 +161,47 @@ def test_a_corrupt_registry_is_reported(tmp_path: Path, text: str, message: str)
     (tmp_path / "identities.json").write_text(text)
     with pytest.raises(InvalidArgument, match=message):
         Registry(tmp_path)
+
+
+def test_a_change_that_cannot_be_saved_changes_nothing(tmp_path: Path) -> None:
+    """Durable before in force (SPEC §4), for every kind of change, on a real full disk."""
+    with small_tmpfs(tmp_path / "m", size="1m") as mount:
+        clock = Clock()
+        registry = Registry(mount, clock=clock)
+        owner = registry.ensure_owner("root")
+        assert owner is not None
+        alice = registry.add("alice")
+        expiring = registry.delegate("alice", "global", ttl=60)
+        clock.now += 61  # expired: pruned by the next change that is saved
+        saved = registry.path.read_bytes()
+        listed = registry.listing()
+        filler = fill(mount)
+        changes = [lambda: registry.add("bob"), lambda: registry.alias("alice", "al"),
+                   lambda: registry.issue_token("alice"),
+                   lambda: registry.delegate("alice", "global", ttl=60),
+                   lambda: registry.revoke("alice", alice.token_id),
+                   lambda: registry.revoke("alice")]
+        for change in changes:
+            with pytest.raises(StorageUnavailable) as refused:
+                change()
+            assert refused.value.errno_name == "ENOSPC"
+            assert registry.listing() == listed
+            assert registry.authenticate(alice.token).principal == "alice"
+        assert registry.path.read_bytes() == saved
+        assert not list(mount.glob(".amux-tmp-*"))
+        filler.unlink()
+        registry.revoke("alice", alice.token_id)
+        assert expiring.token_id not in registry.path.read_text()  # pruned when saved
+        reloaded = Registry(mount, clock=clock)
+        with pytest.raises(Unauthenticated):
+            reloaded.authenticate(alice.token)
+        assert reloaded.authenticate(owner.token).principal == "root"
+
+
+def test_the_owners_first_start_on_a_full_disk_creates_nothing(tmp_path: Path) -> None:
+    with small_tmpfs(tmp_path / "m", size="1m") as mount:
+        fill(mount)
+        registry = Registry(mount)
+        with pytest.raises(StorageUnavailable):
+            registry.ensure_owner("root")
+        assert registry.owner is None and not registry.path.exists()
