@@ -4,19 +4,35 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from pathlib import Path
 
 _SUN_PATH_MAX = 107
 
 
 def owner_socket_path(home: Path) -> Path:
-    """`<home>/run/hub.sock`, or a short per-user path when that is too long to bind."""
+    """`<home>/run/hub.sock`, or a short per-user path when that is too long to bind.
+
+    The fallback is `<temp>/amux-<uid>/<digest of home>.sock`, where `<temp>` is the
+    first of `$TMPDIR`, `$TEMP`, `$TMP` that is a directory, else `/tmp`, with its
+    symlinks resolved (macOS's `/var/folders/…` runs through the `/var` link; the Hub
+    refuses a socket path with a symlink on it, `amux.hub.sockdir`). Not
+    `tempfile.gettempdir()`: it probes by writing files and may fall back to the
+    current directory, so the Hub and a client could disagree, or the socket land
+    in a directory someone else controls.
+    """
     preferred = home / "run" / "hub.sock"
     if len(os.fsencode(preferred)) <= _SUN_PATH_MAX:
         return preferred
     digest = hashlib.sha256(os.fsencode(home.resolve())).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"amux-{os.getuid()}" / f"{digest}.sock"
+    return Path(_temp_root()) / f"amux-{os.geteuid()}" / f"{digest}.sock"
+
+
+def _temp_root() -> str:
+    for name in ("TMPDIR", "TEMP", "TMP"):
+        candidate = os.environ.get(name, "")
+        if os.path.isabs(candidate) and os.path.isdir(candidate):
+            return os.path.realpath(candidate)
+    return os.path.realpath("/tmp")
 
 
 def pid_path(home: Path) -> Path:

@@ -33,7 +33,7 @@ from types import FrameType
 from typing import Any
 
 from amux import __version__
-from amux.hub import pidfile
+from amux.hub import pidfile, sockdir
 from amux.hub.api import HubApi
 from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
@@ -124,17 +124,27 @@ class Hub:
 
     def serve(self) -> None:
         """Serve until SIGTERM/SIGINT; SIGHUP re-reads config. Cleans up however it ends."""
-        self.socket_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.pid_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        run = self.pid_path.parent
+        sockdir.ensure(run, sockdir.PRIVATE, "choose another AMUX_HOME")
+        if self.socket_path.parent != run:
+            sockdir.ensure(self.socket_path.parent, sockdir.PRIVATE,
+                           "set TMPDIR to a directory of your own, or use a shorter "
+                           "AMUX_HOME (<AMUX_HOME>/run/hub.sock is too long for a socket)")
         listeners: list[Listener] = []
         try:
             listeners.append(self._listen(self.socket_path, owner=True))
             config = self.api.config
             if config.shared_socket:
-                self._shared_path = Path(config.shared_socket)
-                self._shared_path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-                listeners.append(self._listen(self._shared_path, owner=False))
-                _warn_unreachable(self._shared_path)
+                shared = Path(config.shared_socket)
+                blocked = sockdir.ensure(
+                    shared.parent, sockdir.SHARED,
+                    "choose another: amux system config set listeners.shared_socket "
+                    "PATH, then restart the Hub")
+                self._shared_path = shared
+                listeners.append(self._listen(shared, owner=False))
+                if blocked is not None:
+                    log.warning("the shared socket %s is not reachable by other users: %s is "
+                                "not traversable", shared, blocked)
             if config.tls_address:
                 listeners.append(self._listen_tls(config.tls_address, config.tls_cert,
                                                   config.tls_key))
@@ -189,15 +199,6 @@ class Hub:
             self._loop.wake()
         else:
             self._loop.stop()
-
-
-def _warn_unreachable(path: Path) -> None:
-    """The shared socket exists for other users: say so if a directory above it stops them."""
-    for directory in path.parents:
-        if not directory.stat().st_mode & stat.S_IXOTH:
-            log.warning("the shared socket %s is not reachable by other users: %s is not "
-                        "traversable", path, directory)
-            return
 
 
 def _silence_stdout() -> None:
