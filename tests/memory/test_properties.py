@@ -105,7 +105,7 @@ def reference_accepts(path: str) -> bool:
         return False
     if path.startswith("/") or "\\" in path:
         return False
-    if any(unicodedata.category(char) == "Cc" for char in path):  # NUL and all controls
+    if any(unicodedata.category(char) in ("Cc", "Cf") for char in path):  # controls, invisibles
         return False
     if not path.endswith(".md"):
         return False
