@@ -141,6 +141,35 @@ def test_a_read_only_disk_refuses_every_write_and_serves_reads(mount: Path) -> N
     no_temps(home)
 
 
+def test_a_hub_starts_on_a_read_only_memory_root_and_serves_reads(short_home: Path) -> None:
+    """Only the memory root read-only (a snapshot mount, say), `run/` writable: the Hub
+    starts, reads work, writes are storage_unavailable (EROFS); a hand-added 0644
+    document it could not make private is counted, not fatal."""
+    first = HubProcess(short_home)
+    enable(first)
+    assert put(first, "a.md", "kept\n")[0] == 200
+    first.stop()
+    memory = short_home / "memory"
+    saved = Path(tempfile.mkdtemp(prefix="amux-saved-"))
+    try:
+        for entry in memory.iterdir():
+            os.rename(entry, saved / entry.name)
+        with small_tmpfs(memory, size="1m", mode="0700"):
+            for entry in saved.iterdir():
+                subprocess.run(["cp", "-a", str(entry), str(memory)], check=True)
+            (memory / "global" / "b.md").write_text("by hand\n")
+            (memory / "global" / "b.md").chmod(0o644)
+            remount(memory, read_only=True)
+            hub = HubProcess(short_home)
+            try:
+                assert hub.call("/v1/memory/get", {"path": "a.md"})[1]["content"] == "kept\n"
+                refused(put(hub, "c.md", "new\n"), "EROFS")
+            finally:
+                hub.stop()
+    finally:
+        subprocess.run(["rm", "-rf", str(saved)], check=True)
+
+
 def test_a_scope_the_hubs_user_may_not_write_is_eacces(tmp_path: Path) -> None:
     interpreter = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
     if not interpreter.exists():  # the venv's own interpreter lives under root's 0700 home
