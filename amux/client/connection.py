@@ -4,6 +4,14 @@ In order: `AMUX_MEMORY_CONFIG` (a connection-config file, Appendix A), then
 `AMUX_HUB` with `AMUX_TOKEN`, then the local default, the Hub owner's own
 connection config at `<AMUX_HOME>/credentials/owner.json`. `AMUX_MEMORY_BINDING`
 adds the binding a managed session was frozen to. The client never starts a Hub.
+
+Each connection also knows which uid the Hub must run as (`hub_uid`): on a Unix
+socket the transport checks the listener's uid before it sends the token, so a
+socket another user put in the Hub's place gets nothing (SPEC §4). It is the
+connection config's `hub_uid` when present (the launcher writes it, also into an
+isolated run's config, which belongs to the agent's user), else the owner of the
+config file (the local default is written by the Hub itself, a run's config by
+the Hub's user), else, for `AMUX_HUB`, this process's own uid.
 """
 
 from __future__ import annotations
@@ -26,15 +34,17 @@ class Connection:
     every CLI call's start.
     """
 
-    __slots__ = ("binding", "ca_file", "hub", "source", "token")
+    __slots__ = ("binding", "ca_file", "hub", "hub_uid", "source", "token")
 
     def __init__(self, hub: str, token: str | None, binding: str | None, ca_file: str | None,
-                 source: str) -> None:
+                 source: str, hub_uid: int | None = None) -> None:
         self.hub = hub
         self.token = token
         self.binding = binding
         self.ca_file = ca_file
         self.source = source
+        self.hub_uid = os.geteuid() if hub_uid is None else hub_uid
+        """The uid the Hub runs as (module docstring); root is accepted too (transport)."""
 
     def __repr__(self) -> str:  # never the token
         return f"Connection(hub={self.hub!r}, source={self.source!r})"
@@ -61,31 +71,36 @@ def _check_hub(hub: object, where: str) -> str:
 def read_config(path: str | os.PathLike[str], source: str, binding: str | None) -> Connection:
     """Load and check a connection-config file (version 1, 0600)."""
     try:
-        mode = os.stat(path).st_mode
         with open(path, encoding="utf-8") as handle:
+            info = os.fstat(handle.fileno())
             data = json.load(handle)
     except FileNotFoundError:
         raise ClientError("hub_unreachable", f"no connection config at {path} ({source})") from None
     except (OSError, ValueError) as exc:
         message = f"cannot read connection config {path}: {exc}"
         raise ClientError("invalid_argument", message) from None
-    if stat.S_IMODE(mode) & 0o077:
+    mode = stat.S_IMODE(info.st_mode)
+    if mode & 0o077:
         raise ClientError(
             "forbidden",
             f"connection config {path} holds a token but is readable by others "
-            f"(mode {stat.S_IMODE(mode):04o}); run: chmod 600 {path}",
+            f"(mode {mode:04o}); run: chmod 600 {path}",
         )
     if not isinstance(data, dict) or data.get("version") != 1:
         raise ClientError("invalid_argument", f"{path} is not a version 1 connection config")
     token = data.get("token")
     if not isinstance(token, str):
         raise ClientError("invalid_argument", f"{path} has no token")
+    hub_uid = data.get("hub_uid", info.st_uid)
+    if not isinstance(hub_uid, int) or isinstance(hub_uid, bool) or hub_uid < 0:
+        raise ClientError("invalid_argument", f"{path}: hub_uid must be a uid (an integer "
+                          f"of 0 or more), got {hub_uid!r}")
     file_binding = data.get("binding")
     ca_file = data.get("ca_file")
     return Connection(
         _check_hub(data.get("hub"), str(path)), token,
         binding or (file_binding if isinstance(file_binding, str) else None),
-        ca_file if isinstance(ca_file, str) else None, source,
+        ca_file if isinstance(ca_file, str) else None, source, hub_uid,
     )
 
 

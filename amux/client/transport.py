@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import _socket
 import json
+import sys
 
 from amux.client.connection import Connection
 from amux.client.wire import ClientError, encode
@@ -53,6 +54,7 @@ class HubClient:
                 try:
                     sock.settimeout(self.timeout)
                     sock.connect(hub[len("unix:"):])
+                    _check_peer(sock, self.connection)
                 except BaseException:
                     sock.close()
                     raise
@@ -155,3 +157,43 @@ class HubClient:
 
 class _Closed(Exception):
     """The Hub closed the connection before a whole response arrived."""
+
+
+def _check_peer(sock: _socket.socket, connection: Connection) -> None:
+    """Refuse a Unix socket served by anyone but the Hub's user, before a token is sent.
+
+    A socket in a directory another user can write may be theirs, listening in the
+    Hub's place (SPEC §4). Root is accepted as well: it can read every token file
+    anyway, and the Hub of isolated runs is often root's.
+    """
+    uid, pid = _peer(sock, connection)
+    if uid in (connection.hub_uid, 0):
+        return
+    peer = _user(uid) if pid is None else f"{_user(uid)}, pid {pid},"
+    raise ClientError(
+        "hub_unreachable",
+        f"refusing to send the token to {connection.hub} ({connection.source}): that socket "
+        f"is served by {peer} but the Hub runs as {_user(connection.hub_uid)}; most likely "
+        "another local user is listening in the Hub's place (its socket is in a directory "
+        "they can write): stop that process, remove the socket and restart the Hub; if the "
+        "Hub does run as another user, put its uid in the connection config's hub_uid")
+
+
+def _peer(sock: _socket.socket, connection: Connection) -> tuple[int, int | None]:
+    """The uid of the process listening on a connected Unix socket, and its pid if known."""
+    if sys.platform.startswith("linux"):  # SO_PEERCRED: struct ucred {pid, uid, gid}
+        raw = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+        return int.from_bytes(raw[4:8], sys.byteorder), int.from_bytes(raw[0:4], sys.byteorder)
+    if sys.platform == "darwin":  # SOL_LOCAL 0, LOCAL_PEERCRED 1: struct xucred {version, uid…}
+        return int.from_bytes(sock.getsockopt(0, 1, 76)[4:8], sys.byteorder), None
+    raise ClientError("hub_unreachable", f"cannot check which user serves {connection.hub} on "
+                      f"{sys.platform}, so the token is not sent: reach the Hub over https")
+
+
+def _user(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except KeyError:
+        return f"uid {uid}"

@@ -324,7 +324,7 @@ def _materialize(home: Path, prepared: Prepared, grant: wiring.Grant | None,
         if problem:
             _warn(problem)
     made = materialize(session.id, target, grant.hub, grant.token, grant.binding,
-                       grant.token_id, grant.principal)
+                       grant.token_id, grant.principal, hub_uid=grant.connection.hub_uid)
     return grant, made.run_dir
 
 

@@ -28,10 +28,17 @@ def claim(run_dir: Path, principal: str, token_id: str | None) -> None:
             {"principal": principal, "token_id": token_id}) + "\n")
 
 
-def write_config(path: Path, hub: str, token: str, binding: str,
-                 ca_file: str | None = None) -> None:
-    """The agent's connection config (SPEC Appendix A), 0600, temp-and-replace."""
-    config = {"version": 1, "hub": hub, "token": token, "binding": binding}
+def write_config(path: Path, hub: str, token: str, binding: str, ca_file: str | None = None,
+                 *, hub_uid: int) -> None:
+    """The agent's connection config (SPEC Appendix A), 0600, temp-and-replace.
+
+    `hub_uid`, for a Unix socket, is the uid the agent's client requires of whoever
+    listens there before it sends the token (`amux.client.connection`).
+    """
+    config: dict[str, str | int] = {"version": 1, "hub": hub, "token": token,
+                                    "binding": binding}
+    if hub.startswith("unix:"):
+        config["hub_uid"] = hub_uid
     if ca_file:
         config["ca_file"] = ca_file
     write_file_atomic(path, json.dumps(config).encode() + b"\n")

@@ -136,7 +136,7 @@ def wire(home: Path, session_id: str, binding: Binding, client: Path) -> Wired:
     run_dir.mkdir(mode=0o700)
     rundirs.claim(run_dir, binding.principal, token_id)
     rundirs.write_config(config_path, connection.hub, token, binding.binding,
-                         connection.ca_file)
+                         connection.ca_file, hub_uid=connection.hub_uid)
     bin_dir.mkdir(mode=0o700)
     (bin_dir / "amux").symlink_to(client)
     return Wired(run_dir, config_path, bin_dir, binding.principal, token_id, connection)
@@ -153,7 +153,8 @@ class Grant:
     hub: str
     """The Hub's shared socket (other Unix users cannot reach the owner socket)."""
     connection: Connection
-    """The launcher's own (owner) connection, for the revocation."""
+    """The launcher's own (owner) connection, for the revocation; its `hub_uid` is the
+    uid the agent's client requires of the shared socket's listener."""
 
 
 def grant_for(home: Path, name: str, binding: str | None) -> tuple[Grant, str | None]:
@@ -187,7 +188,8 @@ def grant_for(home: Path, name: str, binding: str | None) -> tuple[Grant, str | 
     grant = Grant(str(issued["principal"]), binding or "", str(issued["token"]),
                   str(issued["token_id"]), str(shared), connection)
     try:
-        with HubClient(Connection(grant.hub, grant.token, binding, None, "isolated run"),
+        with HubClient(Connection(grant.hub, grant.token, binding, None, "isolated run",
+                                  connection.hub_uid),
                        timeout=DISCOVERY_TIMEOUT_SECONDS) as agent:
             answer = agent.call("/v1/binding", {})
     except ClientError as error:

@@ -5,8 +5,8 @@
         agent-config/            root-owned 0711
           memory/                the target's, 0700
             bin/amux             the single-file standard-library client, 0700
-            memory.json          Appendix A connection config: the Hub's shared socket,
-                                 a delegated token bound to the session's binding, 0600
+            memory.json          Appendix A connection config: the Hub's shared socket and
+                                 uid, a delegated token bound to the session's binding, 0600
 
 The runs root is outside the owner's 0700 home (`AMUX_RUNS_DIR`, default
 `/var/lib/amux/runs`), so the target can reach its own directory and nothing
@@ -65,8 +65,9 @@ def memory_dir(session_id: str) -> Path:
 
 
 def materialize(session_id: str, target: Target, hub: str, token: str, binding: str,
-                token_id: str | None, principal: str) -> Materialized:
-    """Write the run directory for one isolated launch (run as root)."""
+                token_id: str | None, principal: str, *, hub_uid: int) -> Materialized:
+    """Write the run directory for one isolated launch (run as root); `hub_uid` is the
+    Hub's uid, which the copied client requires of the shared socket's listener."""
     memory = memory_dir(session_id)
     config_dir = memory.parent
     run_dir = config_dir.parent
@@ -81,7 +82,7 @@ def materialize(session_id: str, target: Target, hub: str, token: str, binding: 
     client = build_client(bin_dir / "amux")
     client.chmod(0o700)
     config = memory / rundirs.CONFIG_NAME
-    rundirs.write_config(config, hub, token, binding)
+    rundirs.write_config(config, hub, token, binding, hub_uid=hub_uid)
     for path in (memory, bin_dir, client, config):
         os.chown(path, target.uid, target.gid, follow_symlinks=False)
     return Materialized(run_dir, memory, client, config)
