@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 TIMEOUT_SECONDS = 30.0
 _MAX_HEADER_BYTES = 64 * 1024
+_MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""The Hub's answers are kilobytes (`list` of 1,000 documents: ~150 KB)."""
 
 
 class HubClient:
@@ -95,9 +97,21 @@ class HubClient:
             if self._sock is None:
                 self._sock = self._connect()
             try:
-                self._sock.sendall(request)
+                # The Hub may answer and stop reading before all is sent (a 413 for a body
+                # over its limit): then that answer, read next, is what counts.
+                try:  # noqa: SIM105 (contextlib is not imported: it costs the CLI's start)
+                    self._sock.sendall(request)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
                 status, data = self._read_response()
                 break
+            except _Malformed as what:
+                self.close()
+                raise ClientError(
+                    "hub_unreachable",
+                    f"{self.connection.hub} ({self.connection.source}) did not answer as the "
+                    f"Hub does: {what}; check that this address is an amux Hub",
+                ) from None
             except (ConnectionError, _Closed):
                 self.close()
                 if reused:  # the Hub closed an idle kept-alive connection: send it again
@@ -122,30 +136,50 @@ class HubClient:
         return value
 
     def _read_response(self) -> tuple[int, bytes]:
-        while b"\r\n\r\n" not in self._buffer:
-            self._fill()
+        """One answer's status and body. Raises `_Malformed` for anything but HTTP/1.x
+        framed by exactly one Content-Length, as the Hub sends it."""
+        while True:
+            start = self._buffer[:7]
+            if start != b"HTTP/1."[:len(start)]:
+                raise _Malformed(f"it is not HTTP: {self._buffer[:60]!r}")
+            end = self._buffer.find(b"\r\n\r\n")
+            if end >= 0:
+                break
             if len(self._buffer) > _MAX_HEADER_BYTES:
-                self.close()
-                raise ClientError("internal", "the Hub sent oversized headers")
-        head, _, rest = self._buffer.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        status = int(lines[0].split(" ", 2)[1])
-        length = 0
+                raise _Malformed(f"headers over {_MAX_HEADER_BYTES} bytes")
+            self._fill()
+        lines = self._buffer[:end].decode("latin-1").split("\r\n")
+        self._buffer = self._buffer[end + 4:]
+        code = lines[0].partition(" ")[2]
+        if not (code[:3].isascii() and code[:3].isdigit() and code[3:4] in ("", " ")):
+            raise _Malformed(f"the status line {lines[0][:80]!r}")
+        length = None
         close = False
         for line in lines[1:]:
-            name, _, value = line.partition(":")
-            name = name.strip().lower()
+            name, colon, value = line.partition(":")
+            name, value = name.lower(), value.strip()
+            if not colon:
+                raise _Malformed(f"the header line {line[:80]!r}")
             if name == "content-length":
-                length = int(value.strip())
-            elif name == "connection" and value.strip().lower() == "close":
-                close = True
-        self._buffer = rest
+                if length is not None:
+                    raise _Malformed("Content-Length given twice")
+                if not (value.isascii() and value.isdigit()):
+                    raise _Malformed(f"Content-Length {value[:40]!r}")
+                length = int(value)
+            elif name == "transfer-encoding":
+                raise _Malformed("Transfer-Encoding instead of a Content-Length")
+            elif name == "connection":
+                close = value.lower() == "close"
+        if length is None:
+            raise _Malformed("no Content-Length")
+        if length > _MAX_ANSWER_BYTES:
+            raise _Malformed(f"Content-Length {length}, over {_MAX_ANSWER_BYTES}")
         while len(self._buffer) < length:
             self._fill()
         data, self._buffer = self._buffer[:length], self._buffer[length:]
         if close:
             self.close()
-        return status, data
+        return int(code[:3]), data
 
     def _fill(self) -> None:
         assert self._sock is not None
@@ -157,6 +191,10 @@ class HubClient:
 
 class _Closed(Exception):
     """The Hub closed the connection before a whole response arrived."""
+
+
+class _Malformed(Exception):
+    """What arrived is not an answer the Hub would send; says what was wrong."""
 
 
 def _check_peer(sock: _socket.socket, connection: Connection) -> None:

@@ -131,6 +131,19 @@ class HubApi:
         self.config = self.config_file.load()
         return self.config
 
+    def preflight(self, head: Request) -> Response | None:
+        """A refusal for a request on its head alone (`head.body` not read yet), else None.
+
+        The HTTP layer asks this before it reads a body, so a caller without a valid
+        token gets `unauthenticated` at once and cannot make the Hub hold its bytes.
+        `handle` authenticates again: a token revoked in between is refused there.
+        """
+        try:
+            self.registry.authenticate(head.token)
+        except AmuxError as error:
+            return _error(error)
+        return None
+
     def handle(self, request: Request) -> Response:
         """Answer one request; never raises."""
         try:
@@ -301,12 +314,16 @@ class HubApi:
 
 
 def _parse_body(body: bytes) -> dict[str, Any]:
+    """The JSON object of a request body; anything else is the caller's `invalid_argument`."""
     if not body:
         return {}
     try:
         value = json.loads(body)
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidArgument(f"the request body is not UTF-8 JSON: {exc}") from None
+    except RecursionError:  # `[[[[…`: the decoder recurses once per level
+        raise InvalidArgument("the request body nests JSON too deeply: send a flat "
+                              "object of the endpoint's fields") from None
     if not isinstance(value, dict):
         raise InvalidArgument("the request body must be a JSON object")
     return value

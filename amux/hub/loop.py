@@ -5,13 +5,22 @@ connections the threads fought over the GIL and `get` throughput fell from
 2,560/s (2 connections) to 1,570–1,800/s. Why not an ASGI server: every store
 call is blocking file I/O that an event loop must hand to threads anyway, and
 the stack adds layers and a dependency to every request. So: one `selectors`
-loop accepts, reads, parses and writes for every listener (Unix sockets and
-TLS), answers the cheap bounded reads itself (`INLINE_PATHS`), and hands
-searches (up to 250 ms of scanning), durable writes (fsync) and administration
-to `WORKERS` threads, whose answers come back through a wake-up socket.
+loop accepts, reads, frames (`amux.hub.http`) and writes for every listener
+(Unix sockets and TLS), answers the cheap bounded reads itself
+(`INLINE_PATHS`), and hands searches (up to 250 ms of scanning), durable writes
+(fsync) and administration to `WORKERS` threads, whose answers come back
+through a wake-up socket.
+
+Before a request's head is complete and its token checked (`preflight`), a
+connection is a stranger's: it may hold at most a head, only for
+`HEAD_SECONDS`, and all strangers together at most `UNAUTHENTICATED_BYTES`;
+each listener takes at most `MAX_CONNECTIONS`, a TLS listener at most
+`MAX_HANDSHAKES` handshakes at a time. Over a cap the answer is `hub_busy` and
+the connection closes; nothing grows (docs/hub.md "Framing and limits").
 
 Shutdown (`stop`): listeners close at once, idle connections close, requests
-already handed to a worker finish and are answered, then the loop returns.
+already handed to a worker finish and are answered; after `DRAIN_SECONDS`
+every connection is closed, whether or not its client read its answer.
 """
 
 from __future__ import annotations
@@ -27,12 +36,19 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from amux.hub.api import Request, Response
-from amux.hub.http import BadRequest, HttpRequest, parse_request, render_response
-from amux.memory import wire
-from amux.memory.errors import InvalidArgument
+from amux.hub.http import (
+    MAX_BODY_BYTES,
+    MAX_HEAD_BYTES,
+    Head,
+    RequestReader,
+    render_error,
+    render_response,
+)
+from amux.hub.paths import DRAIN_SECONDS
+from amux.memory.errors import AmuxError, HubBusy, QuotaExceeded
 
 log = logging.getLogger("amux.hub")
 
@@ -40,9 +56,24 @@ INLINE_PATHS = frozenset({"/v1/memory/get", "/v1/status", "/v1/binding"})
 """Answered on the loop thread: bounded reads with no lock and no scan."""
 WORKERS = 4
 IDLE_SECONDS = 30.0
-"""An idle keep-alive connection (or a TLS handshake that stalls) is closed after this."""
-DRAIN_SECONDS = 30.0
-"""How long `stop` waits for requests already in progress."""
+"""A keep-alive connection with no request in progress is closed after this."""
+HEAD_SECONDS = 10.0
+"""From accepting (TLS handshake included), or from a later request's first byte, until
+its head is complete: a client dribbling a head cannot keep a connection for long."""
+MAX_CONNECTIONS = 256
+"""Open connections per listener."""
+MAX_HANDSHAKES = 64
+"""TLS handshakes in progress per listener; a new one closes the oldest."""
+UNAUTHENTICATED_BYTES = 4 * 1024 * 1024
+"""Received bytes of heads not yet complete, over all connections."""
+DISCARD_BYTES = 64 * 1024 * 1024
+DISCARD_SECONDS = 10.0
+"""After a 413 for an authenticated request's oversized body, read and drop up to this
+much of it, for up to this long, so the client sees the answer, not a broken pipe."""
+REFUSED_DISCARD_BYTES = 64 * 1024
+REFUSED_DISCARD_SECONDS = 2.0
+"""The same after refusing a head (no valid token): enough for a client that writes head
+and body separately (`http.client`) to read its 401, too little to be worth sending."""
 _RECV_BYTES = 65536
 _SWEEP_SECONDS = 1.0
 _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
@@ -58,42 +89,70 @@ class Listener:
     tls: ssl.SSLContext | None = None
 
 
+@dataclass
+class _Load:
+    """What one listener holds now, against its caps."""
+
+    connections: int = 0
+    handshakes: dict[_Connection, None] = field(default_factory=dict)
+    """In accept order, so the oldest is first."""
+
+
 class _Connection:
     __slots__ = (
         "busy",
         "closing",
+        "deadline",
+        "discard",
         "events",
         "handshaking",
-        "inbuf",
+        "head",
         "last_active",
         "listener",
+        "load",
         "outbuf",
+        "reader",
         "sock",
+        "strange",
     )
 
-    def __init__(self, sock: socket.socket, listener: Listener, now: float) -> None:
+    def __init__(self, sock: socket.socket, listener: Listener, load: _Load, now: float,
+                 deadline: float) -> None:
         self.sock = sock
         self.listener = listener
-        self.inbuf = bytearray()
+        self.load = load
+        self.handshaking = listener.tls is not None
+        self.reader = RequestReader()
+        self.head: Head | None = None  # accepted by preflight; its body is being read
         self.outbuf = b""
         self.busy = False  # a worker holds its current request
-        self.closing = False  # close once outbuf is sent
-        self.handshaking = listener.tls is not None
+        self.closing = False  # close once outbuf is sent (and `discard` bytes are dropped)
+        self.discard = 0
+        self.strange = 0  # bytes received of a head not yet complete
         self.last_active = now
+        self.deadline: float | None = deadline  # for the handshake and the first head
         self.events = 0  # what the selector watches for it
 
 
 class EventLoop:
-    """Serve `listeners` with `handle` until `stop()`."""
+    """Serve `listeners` with `handle` until `stop()`; `preflight` may refuse a request on
+    its head (a `Request` without its body) before the body is read."""
 
     def __init__(self, handle: Callable[[Request], Response], listeners: list[Listener],
-                 *, workers: int = WORKERS, idle_seconds: float = IDLE_SECONDS) -> None:
+                 *, preflight: Callable[[Request], Response | None],
+                 workers: int = WORKERS, idle_seconds: float = IDLE_SECONDS,
+                 head_seconds: float = HEAD_SECONDS) -> None:
         self._handle = handle
+        self._preflight = preflight
         self._listeners = listeners
+        self._loads = {listener: _Load() for listener in listeners}
         self._idle = idle_seconds
+        self._head_seconds = head_seconds
+        self._strange = 0  # bytes of incomplete heads, over all connections
+        self._scratch = bytearray(_RECV_BYTES)  # where discarded bodies go
         self._selector = selectors.DefaultSelector()
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="amux-hub-worker")
-        self._done: deque[tuple[_Connection, HttpRequest, Response]] = deque()
+        self._done: deque[tuple[_Connection, Request, bool, Response]] = deque()
         self._connections: set[_Connection] = set()
         self._wake_read, self._wake_write = socket.socketpair()
         for end in (self._wake_read, self._wake_write):
@@ -163,6 +222,7 @@ class EventLoop:
     # -- connections ---------------------------------------------------------------
 
     def _accept(self, listener: Listener) -> None:
+        load = self._loads[listener]
         for _ in range(64):  # then let the others have a turn
             try:
                 sock, _address = listener.sock.accept()
@@ -176,6 +236,14 @@ class EventLoop:
                     return
                 continue  # the peer went away between connect and accept
             sock.setblocking(False)
+            if load.connections >= MAX_CONNECTIONS:
+                if listener.tls is None:  # a TLS client cannot be told before a handshake
+                    with contextlib.suppress(OSError):
+                        sock.send(render_error(HubBusy(
+                            f"the Hub has its limit of {MAX_CONNECTIONS} connections on this "
+                            "socket open: retry in a moment")))
+                sock.close()
+                continue
             if listener.tls is not None:
                 try:
                     sock = listener.tls.wrap_socket(sock, server_side=True,
@@ -183,8 +251,14 @@ class EventLoop:
                 except (OSError, ValueError):
                     sock.close()
                     continue
-            connection = _Connection(sock, listener, time.monotonic())
+                if len(load.handshakes) >= MAX_HANDSHAKES:  # a stalled one must not lock
+                    self._close(next(iter(load.handshakes)))  # out those that complete
+            now = time.monotonic()
+            connection = _Connection(sock, listener, load, now, now + self._head_seconds)
             self._connections.add(connection)
+            load.connections += 1
+            if connection.handshaking:
+                load.handshakes[connection] = None
             self._step(connection)
 
     def _step(self, connection: _Connection) -> None:
@@ -195,11 +269,17 @@ class EventLoop:
                 assert isinstance(sock, ssl.SSLSocket)
                 sock.do_handshake()
                 connection.handshaking = False
+                del connection.load.handshakes[connection]
             while True:
                 if connection.outbuf:
                     sent = sock.send(connection.outbuf)
                     connection.outbuf = connection.outbuf[sent:]
                     connection.last_active = time.monotonic()
+                    continue
+                if connection.discard > 0:
+                    dropped = sock.recv_into(self._scratch,
+                                             min(len(self._scratch), connection.discard))
+                    connection.discard = connection.discard - dropped if dropped else 0
                     continue
                 if connection.closing or (self._stopping.is_set() and not connection.busy):
                     self._close(connection)
@@ -207,46 +287,87 @@ class EventLoop:
                 if connection.busy:
                     self._watch(connection, 0)
                     return
-                parsed = parse_request(connection.inbuf)
-                if parsed is not None:
-                    request, size = parsed
-                    del connection.inbuf[:size]
-                    self._dispatch(connection, request)
+                if self._advance(connection):
                     continue
-                data = sock.recv(_RECV_BYTES)
-                if not data:
+                if not self._receive(connection):
                     self._close(connection)
                     return
-                connection.inbuf += data
-                connection.last_active = time.monotonic()
         except ssl.SSLWantReadError:
             self._watch(connection, _READ)
         except ssl.SSLWantWriteError:
             self._watch(connection, _WRITE)
         except BlockingIOError:
             self._watch(connection, _WRITE if connection.outbuf else _READ)
-        except BadRequest as problem:
-            error = InvalidArgument(f"bad HTTP request: {problem}")
-            connection.outbuf = render_response(error.http_status or 400,
-                                                wire.encode(error.to_wire()), close=True)
-            connection.inbuf.clear()
-            connection.closing = True
+        except AmuxError as error:  # malformed, over a limit, or the Hub is full: say so
+            self._refuse(connection, render_error(error))
             self._step(connection)
         except OSError:  # reset by the peer, a failed handshake: nothing to answer
             self._close(connection)
 
-    def _dispatch(self, connection: _Connection, http: HttpRequest) -> None:
-        request = Request(http.method, http.path, http.body, http.token, http.binding,
-                          connection.listener.owner)
-        if http.path in INLINE_PATHS:
-            self._answer(connection, http, self._handle(request))
-            return
-        connection.busy = True
-        self._pool.submit(self._work, connection, http, request)
+    def _receive(self, connection: _Connection) -> bool:
+        """Read what the connection's state allows; False once the peer closed."""
+        if connection.head is not None:  # an authenticated body
+            data = connection.sock.recv(_RECV_BYTES)
+        else:  # a stranger's head: never more than the head limit
+            data = connection.sock.recv(max(1, MAX_HEAD_BYTES + 1 - connection.strange))
+            if connection.deadline is None:  # the first byte of a later request
+                connection.deadline = time.monotonic() + self._head_seconds
+            connection.strange += len(data)
+            self._strange += len(data)
+            if self._strange > UNAUTHENTICATED_BYTES:
+                raise HubBusy("the Hub holds its limit of unauthenticated request bytes from "
+                              "other connections: retry in a moment")
+        if not data:
+            return False
+        connection.last_active = time.monotonic()
+        connection.reader.feed(data)
+        return True
 
-    def _work(self, connection: _Connection, http: HttpRequest, request: Request) -> None:
+    def _advance(self, connection: _Connection) -> bool:
+        """Act on what was received: a complete head is checked and then a complete
+        request dispatched. False when more bytes are needed first."""
+        reader = connection.reader
+        head = connection.head
+        if head is None:
+            head = reader.next_head()
+            if head is None:
+                return False
+            self._settle(connection)
+            connection.deadline = None
+            refusal = self._preflight(Request(head.method, head.path, b"", head.token,
+                                              head.binding, connection.listener.owner))
+            unread = head.length - reader.buffered
+            if refusal is not None:
+                self._refuse(connection, render_response(refusal.status, refusal.body,
+                                                         close=True))
+                self._discard(connection, unread, REFUSED_DISCARD_BYTES,
+                              REFUSED_DISCARD_SECONDS)
+            elif head.length > MAX_BODY_BYTES:
+                self._refuse(connection, render_error(QuotaExceeded(
+                    "request_body_bytes", MAX_BODY_BYTES, head.length,
+                    f"the request body is {head.length} bytes; the Hub takes at most "
+                    f"{MAX_BODY_BYTES} (a topic document holds at most 64 KiB): split it")))
+                self._discard(connection, unread, DISCARD_BYTES, DISCARD_SECONDS)
+            else:
+                connection.head = head
+            return True
+        whole = reader.next_body()
+        if whole is None:
+            return False
+        body, keep_alive = whole
+        connection.head = None
+        request = Request(head.method, head.path, body, head.token, head.binding,
+                          connection.listener.owner)
+        if request.path in INLINE_PATHS:
+            self._answer(connection, request, keep_alive, self._handle(request))
+        else:
+            connection.busy = True
+            self._pool.submit(self._work, connection, request, keep_alive)
+        return True
+
+    def _work(self, connection: _Connection, request: Request, keep_alive: bool) -> None:
         """On a worker thread: answer, then hand the response back to the loop."""
-        self._done.append((connection, http, self._handle(request)))
+        self._done.append((connection, request, keep_alive, self._handle(request)))
         self.wake()
 
     def _finish_work(self) -> None:
@@ -254,17 +375,37 @@ class EventLoop:
             while self._wake_read.recv(4096):
                 pass
         while self._done:
-            connection, http, response = self._done.popleft()
+            connection, request, keep_alive, response = self._done.popleft()
             connection.busy = False
             if connection in self._connections:
-                self._answer(connection, http, response)
+                self._answer(connection, request, keep_alive, response)
                 self._step(connection)
 
-    def _answer(self, connection: _Connection, http: HttpRequest, response: Response) -> None:
-        log.debug("%s %s -> %d", http.method, http.path, response.status)  # never bodies
+    def _answer(self, connection: _Connection, request: Request, keep_alive: bool,
+                response: Response) -> None:
+        log.debug("%s %s -> %d", request.method, request.path, response.status)  # never bodies
         connection.outbuf = render_response(response.status, response.body,
-                                            close=not http.keep_alive)
-        connection.closing = not http.keep_alive
+                                            close=not keep_alive)
+        connection.closing = not keep_alive
+
+    def _refuse(self, connection: _Connection, answer: bytes) -> None:
+        """Answer without reading further, then close."""
+        connection.outbuf = answer
+        connection.closing = True
+        connection.head = None
+
+    def _discard(self, connection: _Connection, unread: int, limit: int,
+                 seconds: float) -> None:
+        """Before closing, read and drop up to `limit` of the `unread` body bytes, for at
+        most `seconds`: closing on unread bytes resets the connection, and the client may
+        lose the answer while it is still sending."""
+        connection.discard = max(0, min(unread, limit))
+        connection.deadline = time.monotonic() + seconds
+
+    def _settle(self, connection: _Connection) -> None:
+        """The connection's head is complete (or it closes): its bytes are no stranger's."""
+        self._strange -= connection.strange
+        connection.strange = 0
 
     def _watch(self, connection: _Connection, events: int) -> None:
         if events == connection.events:
@@ -278,16 +419,80 @@ class EventLoop:
         connection.events = events
 
     def _close(self, connection: _Connection) -> None:
+        if connection not in self._connections:
+            return
         self._watch(connection, 0)
         self._connections.discard(connection)
+        connection.load.connections -= 1
+        connection.load.handshakes.pop(connection, None)
+        self._settle(connection)
         with contextlib.suppress(OSError):
             connection.sock.close()
 
     def _sweep(self, now: float) -> None:
-        """Close idle connections; listen again where accepting was paused."""
+        """Close idle connections and those past their deadline; listen again where
+        accepting was paused."""
         for connection in list(self._connections):
-            if not connection.busy and now - connection.last_active > self._idle:
+            if connection.busy:
+                continue
+            if (now - connection.last_active > self._idle
+                    or (connection.deadline is not None and now > connection.deadline)):
                 self._close(connection)
         for listener in self._paused:
             self._selector.register(listener.sock, _READ, listener)
         self._paused.clear()
+
+
+@dataclass
+class _Kind:
+    """Records of one kind in the current window."""
+
+    start: float
+    passed: int = 1
+    dropped: int = 0
+
+
+class RepeatLimit(logging.Filter):
+    """At most `burst` records of one kind (message template and level) per `window`
+    seconds. The first one dropped becomes a one-line notice; the first one let through
+    after the window says how many were dropped.
+
+    Peers decide much of what the Hub logs (a request that trips a bug, a flood that
+    exhausts file descriptors); unlimited, each would add a line or a traceback.
+    """
+
+    _MAX_KINDS = 256
+
+    def __init__(self, burst: int = 5, window: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._burst, self._window, self._clock = burst, window, clock
+        self._kinds: dict[tuple[object, int], _Kind] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.msg, record.levelno)
+        now = self._clock()
+        with self._lock:
+            kind = self._kinds.get(key)
+            if kind is None or now - kind.start >= self._window:
+                if len(self._kinds) >= self._MAX_KINDS:  # messages formatted by the caller
+                    self._kinds = {k: v for k, v in self._kinds.items()
+                                   if now - v.start < self._window}
+                self._kinds[key] = _Kind(now)
+                if kind is not None and kind.dropped:
+                    record.msg = f"{record.msg} [{kind.dropped} similar messages suppressed]"
+                return True
+            if kind.passed < self._burst:
+                kind.passed += 1
+                return True
+            kind.dropped += 1
+            if kind.dropped > 1:
+                return False
+            left = self._window - (now - kind.start)
+        record.msg, record.args = "suppressing messages like %r for %.0f s", (record.msg, left)
+        record.exc_info, record.exc_text = None, None
+        return True
+
+
+log.addFilter(RepeatLimit())

@@ -149,7 +149,7 @@ class Hub:
                 listeners.append(self._listen_tls(config.tls_address, config.tls_cert,
                                                   config.tls_key))
             self._write_pid()
-            self._loop = EventLoop(self.api.handle, listeners)
+            self._loop = EventLoop(self.api.handle, listeners, preflight=self.api.preflight)
             previous = {sig: signal.signal(sig, self._on_signal)
                         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
             try:

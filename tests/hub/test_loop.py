@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import json
+import io
+import logging
 import socket
 import tempfile
 import threading
@@ -15,15 +16,16 @@ import pytest
 from amux.hub.api import HubApi, Request, Response
 from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
-from amux.hub.loop import EventLoop, Listener
+from amux.hub.loop import EventLoop, Listener, RepeatLimit
 from amux.memory import Store
+from tests.hub import rawhttp
 
 
 class Served:
     """An EventLoop on a temp Unix socket, running in a thread, over a real HubApi."""
 
     def __init__(self, directory: Path, wrap: Callable[[Request], None] | None = None,
-                 idle_seconds: float = 30.0) -> None:
+                 idle_seconds: float = 30.0, head_seconds: float = 10.0) -> None:
         config = ConfigFile(directory)
         config.set("memory.enabled", "true")
         registry = Registry(directory)
@@ -43,20 +45,16 @@ class Served:
         self.listening.bind(self.path)
         self.listening.listen(16)
         self.loop = EventLoop(handle, [Listener(self.listening, owner=True)],
-                              idle_seconds=idle_seconds)
+                              preflight=api.preflight, idle_seconds=idle_seconds,
+                              head_seconds=head_seconds)
         self.thread = threading.Thread(target=self.loop.run)
         self.thread.start()
 
     def request(self, path: str, body: object) -> bytes:
-        payload = json.dumps(body).encode()
-        return (f"POST {path} HTTP/1.1\r\nAuthorization: Bearer {self.token}\r\n"
-                f"Content-Length: {len(payload)}\r\n\r\n").encode() + payload
+        return rawhttp.request(path, body, self.token)
 
     def connect(self) -> socket.socket:
-        client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        client.settimeout(10)
-        client.connect(self.path)
-        return client
+        return rawhttp.connect(self.path)
 
     def stop(self) -> None:
         self.loop.stop()
@@ -76,22 +74,8 @@ def directory() -> Iterator[Path]:
 
 
 def read_responses(client: socket.socket, count: int) -> list[tuple[int, dict[str, object]]]:
-    """`count` responses off one connection, in order."""
-    buffer, answers = b"", []
-    while len(answers) < count:
-        head_end = buffer.find(b"\r\n\r\n")
-        if head_end >= 0:
-            head = buffer[:head_end].decode()
-            length = int(head.lower().split("content-length:")[1].split("\r\n")[0])
-            if len(buffer) >= head_end + 4 + length:
-                body = buffer[head_end + 4: head_end + 4 + length]
-                answers.append((int(head.split()[1]), json.loads(body)))
-                buffer = buffer[head_end + 4 + length:]
-                continue
-        chunk = client.recv(65536)
-        assert chunk, "connection closed early"
-        buffer += chunk
-    return answers
+    """`count` responses off one connection, in order: (status, body)."""
+    return [(answer.status, answer.body) for answer in rawhttp.read_answers(client, count)]
 
 
 def test_pipelined_requests_are_answered_in_order(directory: Path) -> None:
@@ -163,3 +147,62 @@ def test_stop_finishes_a_write_in_progress(directory: Path) -> None:
         assert client.recv(1) == b""
     served.joined()
     assert (directory / "memory" / "global" / "kept.md").read_text() == "kept\n"
+
+
+def test_a_head_must_complete_in_time_even_when_dribbled(directory: Path) -> None:
+    """Never idle, never complete: the head deadline closes it, not the idle timeout."""
+    served = Served(directory, idle_seconds=30, head_seconds=0.5)
+    try:
+        with served.connect() as client:
+            started = time.monotonic()
+            client.sendall(b"POST /v1/status HTTP/1.1\r\n")
+            with pytest.raises(OSError):  # EPIPE or a reset once the Hub closed it
+                for _ in range(100):
+                    time.sleep(0.05)
+                    client.sendall(b"X-Pad: p\r\n")
+            assert 0.4 < time.monotonic() - started < 4
+    finally:
+        served.stop()
+
+
+def test_a_body_arriving_later_is_read_once_the_head_passed(directory: Path) -> None:
+    served = Served(directory)
+    try:
+        raw = served.request("/v1/memory/upsert", {"path": "late.md", "content": "late\n",
+                                                   "expected_revision": "absent"})
+        head_end = raw.index(b"\r\n\r\n") + 4
+        with served.connect() as client:
+            client.sendall(raw[:head_end])
+            time.sleep(0.2)
+            client.sendall(raw[head_end:])
+            assert read_responses(client, 1)[0][0] == 200
+    finally:
+        served.stop()
+
+
+def test_repeated_log_records_are_limited() -> None:
+    now = [0.0]
+    stream = io.StringIO()
+    logger = logging.getLogger("amux.hub.test-repeat-limit")
+    handler = logging.StreamHandler(stream)
+    logger.addHandler(handler)
+    logger.addFilter(RepeatLimit(burst=5, window=60, clock=lambda: now[0]))
+    logger.propagate = False
+    try:
+        for index in range(2000):
+            try:
+                raise ValueError(index)
+            except ValueError:
+                logger.exception("internal error on %s %s", "POST", f"/v1/x/{index}")
+            logger.warning("another kind of message")
+        now[0] = 61.0
+        logger.error("internal error on %s %s", "POST", "/v1/later")
+    finally:
+        logger.removeHandler(handler)
+    lines = stream.getvalue().splitlines()
+    assert sum("internal error on POST /v1/x/" in line for line in lines) == 5
+    assert sum(line == "another kind of message" for line in lines) == 5
+    assert sum("suppressing messages like" in line for line in lines) == 2
+    assert lines[-1] == "internal error on POST /v1/later [1995 similar messages suppressed]"
+    assert len(stream.getvalue()) < 6000  # five tracebacks, not two thousand
+    assert any(isinstance(f, RepeatLimit) for f in logging.getLogger("amux.hub").filters)
