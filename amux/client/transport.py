@@ -214,7 +214,8 @@ def _check_peer(sock: _socket.socket, connection: Connection) -> None:
         f"is served by {peer} but the Hub runs as {_user(connection.hub_uid)}; most likely "
         "another local user is listening in the Hub's place (its socket is in a directory "
         "they can write): stop that process, remove the socket and restart the Hub; if the "
-        "Hub does run as another user, put its uid in the connection config's hub_uid")
+        "Hub does run as another user, put its uid in the connection config's hub_uid",
+        {"peer_uid": uid, "hub_uid": connection.hub_uid})
 
 
 def _peer(sock: _socket.socket, connection: Connection) -> tuple[int, int | None]:

@@ -166,6 +166,7 @@ def test_hub_uid_names_the_user_the_hub_runs_as(temp_root: Path, tmp_path: Path)
                 HubClient(read_config(config, "test", None)) as client:
             client.call("/v1/memory/get", {"path": "notes.md"})
         assert caught.value.code == "hub_unreachable"
+        assert caught.value.details == {"peer_uid": other.pw_uid, "hub_uid": 0}
         fake.assert_no_token(token)
         config.write_text(json.dumps({**fields, "hub_uid": other.pw_uid}))
         with HubClient(read_config(config, "test", None)) as client:
