@@ -57,6 +57,7 @@ class Hub:
         self.home = home
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.store = Store(home / "memory", exclusive=True)
+        _report_tidy(self.store)
         self.registry = Registry(home)
         self.config = ConfigFile(home)
         self.api = HubApi(self.store, self.registry, self.config, status=self.status)
@@ -199,6 +200,17 @@ class Hub:
             self._loop.wake()
         else:
             self._loop.stop()
+
+
+def _report_tidy(store: Store) -> None:
+    """Say in the log what opening the store changed, or could not change."""
+    tidied = store.tidied
+    if tidied.fixed_modes:
+        log.info("made %d hand-added files or folders under %s private again (0600/0700)",
+                 tidied.fixed_modes, store.root)
+    if tidied.unfixable:
+        log.warning("%d entries under %s are open to other users or stale temps, and the file "
+                    "system refused to change them (read-only?)", tidied.unfixable, store.root)
 
 
 def _silence_stdout() -> None:
