@@ -55,9 +55,9 @@ def status(home: Path) -> dict[str, Any]:
             answer: dict[str, Any] = client.call("/v1/status", {})
             return answer
     except ClientError as error:
-        if error.code == "hub_unreachable":
+        if error.code == "hub_unreachable" and "peer_uid" not in error.details:
             return {"running": False}
-        raise
+        raise  # an impostor on the owner socket is not "not running": say so
 
 
 def answering(home: Path) -> bool:

@@ -9,10 +9,12 @@ Layout under `<AMUX_HOME>`: `run/` (0700) holds `hub.sock` (or a short fallback
 path when that is too long for a Unix socket) and `hub.pid`; `credentials/owner.json`
 (0600) is the owner's connection config (SPEC Appendix A), created on first start.
 
-With `listeners.shared_socket` set, a second socket (mode 0666, in a directory
-created 0755) serves isolated runs: every request there still needs a token, and
-administration is refused there. Listener changes apply when the Hub restarts.
-With `listeners.tls_address` (plus `tls_cert`/`tls_key`), a TLS TCP listener
+Every socket directory is created or verified by `amux.hub.sockdir` before a
+bind (a directory someone else controls would let them listen in the Hub's
+place). With `listeners.shared_socket` set, a second socket (mode 0666, in a
+directory of the Hub's, at most 0755) serves isolated runs: every request there
+still needs a token, and administration is refused there. Listener changes apply
+when the Hub restarts. With `listeners.tls_address` (plus `tls_cert`/`tls_key`), a TLS TCP listener
 serves remote Runtimes the same way (tokens required, no administration).
 """
 
@@ -93,9 +95,15 @@ class Hub:
         }
 
     def _listen(self, path: Path, *, owner: bool) -> Listener:
-        """Bind one Unix-socket listener, replacing only a stale socket file at `path`."""
+        """Bind one Unix-socket listener, replacing only a stale socket file at `path`
+        (one nobody answers on: a crashed Hub's; a live one may serve another home)."""
         with contextlib.suppress(FileNotFoundError):
-            if stat.S_ISSOCK(os.lstat(path).st_mode):  # a crashed Hub's: we hold the root lock
+            if stat.S_ISSOCK(os.lstat(path).st_mode):
+                if _answers(path):
+                    raise InvalidArgument(
+                        f"another process is listening on {path} (a Hub of another "
+                        "AMUX_HOME?): stop it, or choose another "
+                        + ("AMUX_HOME" if owner else "listeners.shared_socket"))
                 path.unlink()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -132,8 +140,10 @@ class Hub:
                            "set TMPDIR to a directory of your own, or use a shorter "
                            "AMUX_HOME (<AMUX_HOME>/run/hub.sock is too long for a socket)")
         listeners: list[Listener] = []
+        bound: list[Path] = []  # only these socket files are ours to remove at the end
         try:
             listeners.append(self._listen(self.socket_path, owner=True))
+            bound.append(self.socket_path)
             config = self.api.config
             if config.shared_socket:
                 shared = Path(config.shared_socket)
@@ -141,8 +151,9 @@ class Hub:
                     shared.parent, sockdir.SHARED,
                     "choose another: amux system config set listeners.shared_socket "
                     "PATH, then restart the Hub")
-                self._shared_path = shared
                 listeners.append(self._listen(shared, owner=False))
+                bound.append(shared)
+                self._shared_path = shared
                 if blocked is not None:
                     log.warning("the shared socket %s is not reachable by other users: %s is "
                                 "not traversable", shared, blocked)
@@ -163,9 +174,8 @@ class Hub:
         finally:
             for listener in listeners:
                 listener.sock.close()
-            for path in (self.socket_path, self._shared_path, self.pid_path):
-                if path is not None:
-                    path.unlink(missing_ok=True)
+            for path in (*bound, self.pid_path):
+                path.unlink(missing_ok=True)
             self.store.close()
 
     def _write_pid(self) -> None:
@@ -200,6 +210,17 @@ class Hub:
             self._loop.wake()
         else:
             self._loop.stop()
+
+
+def _answers(path: Path) -> bool:
+    """Whether something accepts connections on the Unix socket at `path`."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(1.0)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            return False
+    return True
 
 
 def _report_tidy(store: Store) -> None:

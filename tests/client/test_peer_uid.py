@@ -150,6 +150,11 @@ def test_the_local_default_refuses_a_socket_planted_in_the_fallback_directory(
         assert f"served by uid {attacker.pw_uid} ({attacker.pw_name})" in err
         assert "(local default)" in err
         fake.assert_no_token(token)
+        for command in ("status", "start"):  # an impostor is not "not running"
+            code, out, err = amux(home, "hub", command, env={"TMPDIR": str(temp_root)})
+            assert code == 4, (command, out, err)
+            assert f"served by uid {attacker.pw_uid}" in err, (command, err)
+        fake.assert_no_token(token, at_least=3)
 
 
 def test_hub_uid_names_the_user_the_hub_runs_as(temp_root: Path, tmp_path: Path) -> None:

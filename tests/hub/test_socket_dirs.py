@@ -164,3 +164,36 @@ def test_the_hub_makes_its_own_directories_private(long_home: Path, temp_root: P
         assert hub.call("/v1/status", {})[0] == 200
     finally:
         hub.stop()
+
+
+def test_a_shared_socket_another_hub_serves_is_not_taken_over(temp_root: Path) -> None:
+    """A live socket at the shared path (another home's Hub) is not unlinked: the new
+    Hub refuses with one line and the first keeps serving."""
+    shared = temp_root / "shared" / "hub.sock"
+    homes = [Path(tempfile.mkdtemp(prefix="amux-", dir="/tmp")) / "home" for _ in range(2)]
+    hubs = []
+    try:
+        for home in homes:
+            setup = HubProcess(home)
+            setup.call("/v1/admin/config", {"action": "set", "key": "listeners.shared_socket",
+                                            "value": str(shared)})
+            setup.stop()
+        hubs.append(HubProcess(homes[0]))
+        process = subprocess.run([sys.executable, "-m", "amux.hub.server", str(homes[1])],
+                                 capture_output=True, text=True, timeout=30)
+        assert process.returncode == 2 and not process.stdout, process
+        lines = process.stderr.strip().splitlines()
+        assert len(lines) == 1 and f"another process is listening on {shared}" in lines[0]
+        status = hubs[0].status["listeners"]
+        assert {"kind": "shared", "address": f"unix:{shared}"} in status
+        from tests.hubproc import Caller
+        shared_caller = Caller(str(shared), hubs[0].owner_token)
+        try:
+            assert shared_caller.call("/v1/status", {})[0] == 200
+        finally:
+            shared_caller.close()
+    finally:
+        for hub in hubs:
+            hub.stop()
+        for home in homes:
+            shutil.rmtree(home.parent, ignore_errors=True)
