@@ -40,6 +40,7 @@ def test_deep_searches_under_ulimit_1024_leave_every_scope_working(short_home: P
         bob.close()
 
         failures: list[object] = []
+        found: list[int] = []
         fds: list[int] = []
         stop = threading.Event()
         hub_process = psutil.Process(hub.process.pid)
@@ -49,7 +50,11 @@ def test_deep_searches_under_ulimit_1024_leave_every_scope_working(short_home: P
             try:
                 while not stop.is_set():
                     status, answer = caller.call("/v1/memory/search", {"query": "needle"})
-                    if status != 200 or [r["path"] for r in answer["results"]] != [DEEP]:
+                    if status != 200:
+                        failures.append(answer)
+                    elif [r["path"] for r in answer["results"]] == [DEEP]:
+                        found.append(1)
+                    elif not answer["incomplete"]:  # past the 250 ms budget is a valid answer
                         failures.append(answer)
             finally:
                 caller.close()
@@ -74,6 +79,7 @@ def test_deep_searches_under_ulimit_1024_leave_every_scope_working(short_home: P
         for thread in threads:
             thread.join(timeout=30)
         assert failures == []
+        assert found  # the 510-deep document is found (when the scan budget allows)
         assert fds and max(fds) < 200  # bounded by workers x MAX_OPEN_DIRS, not by depth
     finally:
         hub.stop()
