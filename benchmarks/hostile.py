@@ -161,9 +161,9 @@ def _stall_unix(path: str, count: int) -> list[socket.socket]:
     held = []
     for _ in range(count):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(5)
         try:
-            sock.connect(path)
+            sock.connect(path)  # blocking: a full backlog waits instead of failing at once
+            sock.settimeout(5)
             sock.sendall(head)
             sock.setblocking(False)
             with contextlib.suppress(OSError):
