@@ -2,15 +2,17 @@
 
 An adapter knows one agent CLI: where its instruction channel is, how to turn its
 native memory off for one launch, how to register the memory tools, how it
-resumes its own sessions. It reads no files and starts nothing; the launcher
-resolves everything impure (the binding, the user's own instructions from the
-agent's config, the agent's version) and hands it over in `AgentRequest`, so a
-plan is a function of its inputs and the same inputs on resume give the same
-plan.
+resumes its own sessions, and where the user's own instructions for it live.
+`plan` reads no files and starts nothing: it gets everything in `AgentRequest`,
+so a plan is a function of its inputs and the same inputs on resume give the
+same plan. What must be read from the user's set-up is read by the adapter's
+hooks (`user_instructions`) through an injected `Probe`, so each hook is tested
+with a fake and the launcher never needs to know which agent reads what.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -43,9 +45,9 @@ class AgentRequest:
     args: tuple[str, ...]
     """The user's own arguments (after `--`), passed through except what the adapter merges."""
     memory: Memory | None
-    user_instructions: str | None = None
-    """Instructions the user configured outside `args` (Codex: `developer_instructions`
-    from config.toml or the chosen profile), read by the launcher."""
+    user_instructions: tuple[str, ...] = ()
+    """Instructions the agent itself would have added from the user's set-up, in its own
+    order (the adapter's `user_instructions` hook, read once for a new session)."""
     frozen_instructions: str | None = None
     """On resume: the merged text the session started with, reused byte for byte."""
     agent_session: str | None = None
@@ -69,10 +71,39 @@ class LaunchPlan:
     warnings: list[str] = field(default_factory=list)
 
 
+class Probe(Protocol):
+    """The user's surroundings as an adapter's hooks may read them (injected)."""
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        """The environment the agent will start from."""
+        ...
+
+    @property
+    def cwd(self) -> str:
+        ...
+
+    def read_text(self, path: str) -> str | None:
+        """The UTF-8 text of `path`, None when it does not exist (OSError otherwise)."""
+        ...
+
+    def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float) -> (
+        tuple[int, str, str] | None
+    ):
+        """(exit status, stdout, stderr) of a short command, None if it could not run."""
+        ...
+
+
 class Adapter(Protocol):
     name: str
     channel: Channel
     """The memory channel this agent gets when memory is on."""
+
+    def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
+        """The instructions the agent would add from the user's own set-up (its config
+        layers, instruction files), in the agent's order; amux merges its protocol after
+        them. Raises `ValueError` naming a file it cannot read."""
+        ...
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         """The launch plan; raises `ResumeFlagRefused` for the agent's own resume flags."""

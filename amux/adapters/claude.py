@@ -24,6 +24,7 @@ from amux.adapters.base import (
     AgentRequest,
     Channel,
     LaunchPlan,
+    Probe,
     merge_instructions,
     refuse,
     take_option,
@@ -36,6 +37,9 @@ DISABLE_AUTO_MEMORY = "CLAUDE_CODE_DISABLE_AUTO_MEMORY"
 class ClaudeAdapter:
     name = "claude"
     channel: Channel = "mcp"
+
+    def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
+        return ()  # Claude reads its CLAUDE.md files itself; `plan` merges the flags
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         import uuid  # only for Claude launches

@@ -5,9 +5,9 @@ subcommand (Codex reads them as TOML values); the user's config.toml is never
 edited.
 
 - The effective developer instructions the user set (a `-c developer_instructions=…`
-  in their arguments, else their profile's or config.toml's, which the launcher
-  reads and passes as `user_instructions`) come first, unchanged, then the
-  protocol, in one `developer_instructions`. Codex's own base instructions stay.
+  in their arguments, else their profile's or config.toml's, read by
+  `user_instructions`) come first, unchanged, then the protocol, in one
+  `developer_instructions`. Codex's own base instructions stay.
 - `features.memories`, `memories.use_memories` and `memories.generate_memories`
   are forced false.
 - MCP server `amux` with `default_tools_approval_mode = "approve"`, so memory
@@ -18,12 +18,15 @@ edited.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from amux.adapters.base import (
     AgentRequest,
     Channel,
     LaunchPlan,
+    Probe,
     ResumeFlagRefused,
     merge_instructions,
 )
@@ -77,9 +80,56 @@ def parse_toml_value(raw: str) -> str:
     return str(value)
 
 
+def codex_home(env: Mapping[str, str]) -> str:
+    """`$CODEX_HOME`, else `~/.codex`."""
+    explicit = env.get("CODEX_HOME")
+    return explicit or os.path.join(os.path.expanduser(env.get("HOME", "~")), ".codex")
+
+
+def _profile(args: tuple[str, ...]) -> str | None:
+    for index, arg in enumerate(args):
+        if arg in ("--profile", "-p") and index + 1 < len(args):
+            return args[index + 1]
+        if arg.startswith("--profile="):
+            return arg.partition("=")[2]
+    return None
+
+
+def _instructions_in(probe: Probe, path: str) -> str | None:
+    import tomlkit  # only for Codex launches
+
+    try:
+        text = probe.read_text(path)
+        if text is None:
+            return None
+        config = tomlkit.parse(text).unwrap()
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"cannot read Codex's {path}: {exc}") from None
+    value = config.get("developer_instructions")
+    return value if isinstance(value, str) else None
+
+
 class CodexAdapter:
     name = "codex"
     channel: Channel = "mcp"
+
+    def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
+        """The `developer_instructions` Codex would use without us.
+
+        `--profile NAME` layers `$CODEX_HOME/NAME.config.toml` over config.toml (Codex
+        0.171's profiles), so the profile's value wins. A `-c developer_instructions=…`
+        in `args` wins over both; `plan` handles that one, since it must also take it
+        out of the arguments. Trusted projects' `.codex/config.toml` layers are not
+        read yet (docs/launcher.md).
+        """
+        home = codex_home(probe.env)
+        profile = _profile(args)
+        chosen = None
+        if profile:
+            chosen = _instructions_in(probe, os.path.join(home, f"{profile}.config.toml"))
+        if chosen is None:
+            chosen = _instructions_in(probe, os.path.join(home, "config.toml"))
+        return () if chosen is None else (chosen,)
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None  # Codex names its threads; the launcher learns the id after the run
@@ -96,9 +146,8 @@ class CodexAdapter:
             return LaunchPlan([request.executable, *self._resume(request, list(request.args))],
                               agent_session=request.agent_session)
         args, given = _take_overrides(request.args, "developer_instructions")
-        user = parse_toml_value(given[-1]) if given else request.user_instructions
-        instructions = request.frozen_instructions or merge_instructions(
-            [user] if user else [], memory.protocol)
+        user = [parse_toml_value(given[-1])] if given else list(request.user_instructions)
+        instructions = request.frozen_instructions or merge_instructions(user, memory.protocol)
         overrides = [
             f"developer_instructions={toml_value(instructions)}",
             *SUPPRESSION,

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import os
 
-from amux.adapters.base import AgentRequest, Channel, LaunchPlan
+from amux.adapters.base import AgentRequest, Channel, LaunchPlan, Probe
 
 
 class FallbackAdapter:
     name = "fallback"
     channel: Channel = "none"
+
+    def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
+        return ()
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None

@@ -17,6 +17,7 @@ from amux.adapters.base import (
     AgentRequest,
     Channel,
     LaunchPlan,
+    Probe,
     merge_instructions,
     refuse,
     take_option,
@@ -26,6 +27,9 @@ from amux.adapters.base import (
 class PiAdapter:
     name = "pi"
     channel: Channel = "cli"
+
+    def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
+        return ()
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return os.path.join(state_dir, "pi-session.jsonl")

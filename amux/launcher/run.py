@@ -26,6 +26,7 @@ from amux.adapters.base import Adapter, AgentRequest, LaunchPlan, Memory
 from amux.adapters.fallback import FallbackAdapter
 from amux.client.wire import ClientError
 from amux.launcher import agent_config, rundirs, state, wiring
+from amux.launcher.probe import SystemProbe
 from amux.materializer.rundir import materialize, memory_dir, remove
 from amux.materializer.target import Target, isolated_env
 from amux.memory.durable import write_file_atomic
@@ -102,7 +103,8 @@ def _version(home: Path, adapter: Adapter, executable: str) -> str | None:
                               timeout=VERSION_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    version = (done.stdout.strip().splitlines() or [""])[0]
+    # Whichever stream it uses: Pi prints its version on stderr when stdin is no terminal.
+    version = ((done.stdout.strip() or done.stderr.strip()).splitlines() or [""])[0]
     if done.returncode != 0 or not version:
         return None
     cache = {k: v for k, v in (cache.items() if isinstance(cache, dict) else ())
@@ -113,11 +115,6 @@ def _version(home: Path, adapter: Adapter, executable: str) -> str | None:
     return version
 
 
-def _user_instructions(adapter: Adapter, args: list[str],
-                       env: dict[str, str]) -> str | None:
-    if adapter.name == "codex":
-        return agent_config.codex_user_instructions(args, env)
-    return None
 
 
 def _agent_files(home: Path, session_id: str, target: Target | None) -> Path:
@@ -193,7 +190,8 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
         memory = Memory(protocol=session.protocol, mcp_command=(str(mcp), "memory", "mcp"),
                         env={"AMUX_MEMORY_CONFIG": str(config)}, bin_dir=str(bin_dir))
     try:
-        user = _user_instructions(adapter, request.args, base_env) if new else None
+        user = (adapter.user_instructions(tuple(request.args), SystemProbe(base_env, os.getcwd()))
+                if new else ())
     except ValueError as problem:
         raise ClientError("invalid_argument", str(problem)) from None
     plan = adapter.plan(AgentRequest(

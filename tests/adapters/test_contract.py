@@ -116,7 +116,7 @@ def test_claude_keeps_the_users_mcp_servers_and_allows_only_memory_tools() -> No
 def test_codex_takes_config_instructions_when_no_override_is_given() -> None:
     launch = ADAPTERS["codex"].plan(AgentRequest(
         executable="/usr/bin/codex", args=("exec", "hi"), memory=memory("mcp"),
-        user_instructions="From config.toml"))
+        user_instructions=("From config.toml",)))
     assert launch.instructions is not None
     assert launch.instructions.startswith("From config.toml\n\namux memory protocol v")
 

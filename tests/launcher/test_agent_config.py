@@ -1,4 +1,4 @@
-"""Reading (never writing) the user's Codex configuration."""
+"""Learning the thread a Codex run created from its rollouts (read, never written)."""
 
 from __future__ import annotations
 
@@ -7,23 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from amux.launcher.agent_config import codex_new_session, codex_rollouts, codex_user_instructions
-
-
-def test_codex_instructions_from_config_and_profile(tmp_path: Path) -> None:
-    env = {"CODEX_HOME": str(tmp_path)}
-    assert codex_user_instructions([], env) is None
-    config = tmp_path / "config.toml"
-    config.write_text('# mine\ndeveloper_instructions = """\nUse tabs.\n"""\n')
-    (tmp_path / "work.config.toml").write_text('developer_instructions = "Work rules."\n')
-    before = config.read_bytes()
-    assert codex_user_instructions(["exec", "hi"], env) == "Use tabs.\n"
-    assert codex_user_instructions(["--profile", "work", "exec"], env) == "Work rules."
-    assert codex_user_instructions(["--profile=other", "exec"], env) == "Use tabs.\n"
-    assert config.read_bytes() == before
-    config.write_text("developer_instructions = [broken\n")
-    with pytest.raises(ValueError, match="cannot read Codex's"):
-        codex_user_instructions([], env)
+from amux.launcher.agent_config import codex_new_session, codex_rollouts
 
 
 def test_the_new_rollout_names_the_thread(tmp_path: Path) -> None:
@@ -38,3 +22,22 @@ def test_the_new_rollout_names_the_thread(tmp_path: Path) -> None:
     new.write_text(json.dumps({"type": "session_meta", "payload": {"id": "thread-7"}}) + "\n")
     assert codex_new_session(before, env) == "thread-7"
 
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_an_agents_version_is_cached_whichever_stream_prints_it(
+        tmp_path: Path, stream: str) -> None:
+    """Pi prints `--version` on stderr when stdin is no terminal; it was never cached, so
+    every launch paid ~0.9 s for it again."""
+    from amux.adapters import ADAPTERS
+    from amux.launcher.run import _version
+
+    calls = tmp_path / "calls"
+    agent = tmp_path / "pi"
+    redirect = ">&2" if stream == "stderr" else ""
+    agent.write_text(f"#!/bin/sh\necho call >> {calls}\necho 0.73.1 {redirect}\n")
+    agent.chmod(0o755)
+    home = tmp_path / "home"
+    assert _version(home, ADAPTERS["pi"], str(agent)) == "0.73.1"
+    assert _version(home, ADAPTERS["pi"], str(agent)) == "0.73.1"
+    assert calls.read_text() == "call\n"  # asked once, then remembered
