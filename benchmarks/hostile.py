@@ -31,7 +31,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,28 +40,9 @@ from amux.client.connection import Connection
 from amux.client.transport import HubClient
 from amux.client.wire import ClientError
 from amux.hub.config import ConfigFile
+from benchmarks.hub_bench import hub_process
 
 RESULTS = Path(__file__).resolve().parent / "results" / "hostile.json"
-
-
-@contextlib.contextmanager
-def hub_process(home: Path) -> Iterator[tuple[subprocess.Popen[str], Connection]]:
-    """A Hub on `home`, memory on, and its owner's connection; SIGTERM at the end."""
-    process = subprocess.Popen([sys.executable, "-m", "amux.hub.server", str(home)],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert process.stdout is not None
-        status = json.loads(process.stdout.readline())
-        owner = json.loads((home / "credentials" / "owner.json").read_text())
-        connection = Connection(status["address"], owner["token"], None, None, "benchmark")
-        with HubClient(connection) as client:
-            client.call("/v1/admin/config",
-                        {"action": "set", "key": "memory.enabled", "value": "true"})
-        yield process, connection
-    finally:
-        if process.poll() is None:
-            process.terminate()
-        process.communicate(timeout=30)
 
 
 def sigkill_rounds(home: Path, rounds: int) -> dict[str, Any]:
@@ -197,6 +177,19 @@ def _get_works(connection: Connection) -> bool:
     return True
 
 
+def _held(hub: psutil.Process, connection: Connection, kind: str, attempted: int,
+          held: list[socket.socket]) -> dict[str, Any]:
+    """The Hub's RSS and a `get` while `held` stalls, then the connections closed."""
+    time.sleep(1.0)
+    try:
+        return {f"{kind}_attempted": attempted, f"{kind}_connections": len(held),
+                f"rss_{kind}_mb": hub.memory_info().rss / 2**20,
+                f"get_answers_{kind}": _get_works(connection)}
+    finally:
+        for sock in held:
+            sock.close()
+
+
 def unauthenticated_connections(home: Path, unix: int = 500, tls: int = 200) -> dict[str, Any]:
     """RSS of a Hub holding stalled unauthenticated connections on its shared socket/TLS."""
     shared = home / "shared" / "hub.sock"
@@ -208,21 +201,9 @@ def unauthenticated_connections(home: Path, unix: int = 500, tls: int = 200) -> 
         hub = psutil.Process(process.pid)
         time.sleep(0.5)
         result["rss_idle_mb"] = hub.memory_info().rss / 2**20
-        held = _stall_unix(str(shared), unix)
-        time.sleep(1.0)
-        result.update(unix_attempted=unix, unix_connections=len(held),
-                      rss_unix_mb=hub.memory_info().rss / 2**20,
-                      get_answers_unix=_get_works(connection))
-        for sock in held:
-            sock.close()
+        result.update(_held(hub, connection, "unix", unix, _stall_unix(str(shared), unix)))
         if tls_port is not None:
-            held = _stall_tls(tls_port, tls)
-            time.sleep(1.0)
-            result.update(tls_attempted=tls, tls_connections=len(held),
-                          rss_tls_mb=hub.memory_info().rss / 2**20,
-                          get_answers_tls=_get_works(connection))
-            for sock in held:
-                sock.close()
+            result.update(_held(hub, connection, "tls", tls, _stall_tls(tls_port, tls)))
     return result
 
 

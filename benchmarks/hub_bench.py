@@ -114,6 +114,27 @@ def _throughput(connection: Connection, seconds: float, read: str, writes: list[
 
 
 @contextlib.contextmanager
+def hub_process(home: Path) -> Iterator[tuple[subprocess.Popen[str], Connection]]:
+    """A Hub process on `home`, memory on, and its owner's connection; stopped at the
+    end (SIGTERM) unless the caller already ended it (the fault benchmark kills it)."""
+    process = subprocess.Popen([sys.executable, "-m", "amux.hub.server", str(home)],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert process.stdout is not None
+        status = json.loads(process.stdout.readline())
+        owner = json.loads((home / "credentials" / "owner.json").read_text())
+        connection = Connection(status["address"], owner["token"], None, None, "benchmark")
+        with HubClient(connection) as client:
+            client.call("/v1/admin/config",
+                        {"action": "set", "key": "memory.enabled", "value": "true"})
+        yield process, connection
+    finally:
+        if process.poll() is None:
+            process.terminate()
+        process.communicate(timeout=30)
+
+
+@contextlib.contextmanager
 def running_hub(home: Path) -> Iterator[tuple[Connection, dict[str, str]]]:
     """A Hub on `home` (its memory root holds the corpus), memory on, with a shared
     socket for isolated runs: its owner's connection and the environment a CLI needs."""
@@ -121,20 +142,8 @@ def running_hub(home: Path) -> Iterator[tuple[Connection, dict[str, str]]]:
 
     shared = home / "shared" / "hub.sock"
     ConfigFile(home).set("listeners.shared_socket", str(shared))  # listeners open at start
-    hub = subprocess.Popen([sys.executable, "-m", "amux.hub.server", str(home)],
-                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    try:
-        assert hub.stdout is not None
-        status = json.loads(hub.stdout.readline())
-        owner = json.loads((home / "credentials" / "owner.json").read_text())
-        connection = Connection(status["address"], owner["token"], None, None, "benchmark")
-        with HubClient(connection) as client:
-            client.call("/v1/admin/config",
-                        {"action": "set", "key": "memory.enabled", "value": "true"})
-        yield connection, {"AMUX_HUB": status["address"], "AMUX_TOKEN": owner["token"]}
-    finally:
-        hub.terminate()
-        hub.communicate(timeout=30)
+    with hub_process(home) as (_process, connection):
+        yield connection, {"AMUX_HUB": connection.hub, "AMUX_TOKEN": connection.token or ""}
 
 
 def bench_hub(connection: Connection, env: dict[str, str], scope_dir: Path, query: str,

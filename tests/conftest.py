@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +30,17 @@ def short_home() -> Iterator[Path]:
     """An AMUX_HOME with a short path, so the Hub's socket path fits a Unix socket."""
     with tempfile.TemporaryDirectory(prefix="amux-", dir="/tmp") as directory:
         yield Path(directory) / "home"
+
+
+@pytest.fixture
+def temp_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A TMPDIR of this test's own, made like /tmp: sticky and writable by everyone
+    (where the Hub's owner-socket fallback lives, so tests never touch the real one)."""
+    root = Path(tempfile.mkdtemp(prefix="amux-tmp-", dir="/tmp"))
+    root.chmod(0o1777)
+    monkeypatch.setenv("TMPDIR", str(root))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture

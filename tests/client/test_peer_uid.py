@@ -14,7 +14,6 @@ import pwd
 import secrets
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -95,16 +94,6 @@ def listening(user: pwd.struct_passwd, socket: Path) -> Iterator[Listener]:
     finally:
         process.kill()
         process.communicate()
-
-
-@pytest.fixture
-def temp_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A TMPDIR of this test's own, made like /tmp: sticky and writable by everyone."""
-    root = Path(tempfile.mkdtemp(prefix="amux-tmp-", dir="/tmp"))
-    root.chmod(0o1777)
-    monkeypatch.setenv("TMPDIR", str(root))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.parametrize("how", ["AMUX_MEMORY_CONFIG", "AMUX_HUB"])

@@ -14,7 +14,7 @@ import stat
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,16 +22,6 @@ import pytest
 from amux.hub.paths import owner_socket_path
 from tests.hostile import as_user, require_root, throwaway_user
 from tests.hubproc import HubProcess
-
-
-@pytest.fixture
-def temp_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A TMPDIR of this test's own, made like /tmp: sticky and writable by everyone."""
-    root = Path(tempfile.mkdtemp(prefix="amux-tmp-", dir="/tmp"))
-    root.chmod(0o1777)
-    monkeypatch.setenv("TMPDIR", str(root))
-    yield root
-    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
