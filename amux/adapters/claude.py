@@ -5,7 +5,15 @@
 - `CLAUDE_CODE_DISABLE_AUTO_MEMORY=1` for this launch only: it removes Claude's
   `# Memory` auto-memory section and stops sub-agent persistent memory.
 - The `amux` MCP server is added with its own `--mcp-config` (the user's
-  `--mcp-config` values stay), and only the memory tools are pre-allowed.
+  `--mcp-config` values and config files stay: never `--strict-mcp-config`), and
+  only the memory tools are pre-allowed.
+- That server entry is `"alwaysLoad": true` (the JSON boolean; Claude Code 2.1.332
+  drops a server whose value is not a boolean, silently, and ignores other
+  spellings): under Claude's default tool search every MCP tool is otherwise
+  deferred, named in a system message behind `ToolSearch` without its schema, so
+  the model needs an extra round trip before it can read or save memory. Only the
+  amux tools are loaded up front; the user's own servers keep their deferral.
+  Claude connects an alwaysLoad server before its first request (capped at 5 s).
 - New sessions get `--session-id` (a UUID derived from the amux session id), so
   resume is `--resume` with that id; the user's own `--resume`, `--continue`
   and `--session-id` are refused.
@@ -57,7 +65,8 @@ class ClaudeAdapter:
         instructions = request.frozen_instructions or merge_instructions(
             appended, memory.protocol)
         server = {"type": "stdio", "command": memory.mcp_command[0],
-                  "args": list(memory.mcp_command[1:]), "env": dict(memory.env)}
+                  "args": list(memory.mcp_command[1:]), "env": dict(memory.env),
+                  "alwaysLoad": True}
         mcp_config = json.dumps({"mcpServers": {"amux": server}}, sort_keys=True)
         allowed = ",".join(f"mcp__amux__{tool}" for tool in MEMORY_TOOLS)
         argv = [request.executable, *self._session(request), "--system-prompt-snapshot", "off",
@@ -78,16 +87,17 @@ class ClaudeAdapter:
 def sdk_options(plan: LaunchPlan) -> dict[str, object]:
     """The same launch for a Claude Agent SDK sidecar: the merged text as
     `systemPrompt.append` on Claude Code's preset, the plan's environment (on top of
-    the post-isolation environment the sidecar inherits), and the same MCP server and
-    allowed tools."""
+    the post-isolation environment the sidecar inherits), and the same MCP server (so
+    also always loaded) and allowed tools: the plan's own flags, which come before the
+    user's arguments (theirs, in either form, are not read)."""
     options: dict[str, object] = {"env": dict(plan.env)}
     if plan.instructions is not None:
         options["systemPrompt"] = {"type": "preset", "preset": "claude_code",
                                    "append": plan.instructions}
     for arg in plan.argv:
-        name, _, value = arg.partition("=")
-        if name == "--mcp-config":
-            options["mcpServers"] = json.loads(value)["mcpServers"]
-        elif name == "--allowedTools":
-            options["allowedTools"] = value.split(",")
+        name, equals, value = arg.partition("=")
+        if equals and name == "--mcp-config":
+            options.setdefault("mcpServers", json.loads(value)["mcpServers"])
+        elif equals and name == "--allowedTools":
+            options.setdefault("allowedTools", value.split(","))
     return options

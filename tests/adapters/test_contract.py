@@ -113,6 +113,25 @@ def test_claude_keeps_the_users_mcp_servers_and_allows_only_memory_tools() -> No
                                           "memory_forget", "result_continue")]
 
 
+def test_claude_always_loads_only_the_amux_server() -> None:
+    """Claude's tool search would defer the memory tools; `alwaysLoad` must be the JSON
+    boolean true (a string makes Claude drop the server silently), on our entry only."""
+    theirs = json.dumps({"mcpServers": {"git": {"command": "git-mcp"}}})
+    launch = plan("claude", args=["--mcp-config", theirs, "-p", "x"])
+    ours = next(a for a in launch.argv if a.startswith("--mcp-config="))
+    server = json.loads(ours.partition("=")[2])["mcpServers"]["amux"]
+    assert server["alwaysLoad"] is True
+    assert '"alwaysLoad": true' in ours
+    assert theirs in launch.argv and "--strict-mcp-config" not in launch.argv
+    from amux.adapters.claude import sdk_options
+
+    assert sdk_options(launch)["mcpServers"] == {"amux": server}
+    # The user's own flags in the `=` form, after ours, do not replace ours either.
+    other = plan("claude", args=[f"--mcp-config={theirs}", "--allowedTools=Bash", "-p", "x"])
+    assert sdk_options(other)["mcpServers"] == {"amux": server}
+    assert sdk_options(other)["allowedTools"] == sdk_options(launch)["allowedTools"]
+
+
 def test_codex_takes_config_instructions_when_no_override_is_given() -> None:
     launch = ADAPTERS["codex"].plan(AgentRequest(
         executable="/usr/bin/codex", args=("exec", "hi"), memory=memory("mcp"),

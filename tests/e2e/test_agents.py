@@ -5,7 +5,8 @@ instructions and the protocol in the agent's instruction channel; (2) native mem
 off; (3) the model saves a memory (Claude and Codex through the MCP server, Pi through
 `amux memory` in bash) and it lands in the store; (4) a new session finds it; (5) a third
 corrects it (read, conditional update) and a fourth forgets it; (6) resuming the first
-session sends the same instructions again. Only the model is scripted
+session sends the same instructions again. Claude's memory tools are sent up front under its
+default tool search while the user's own MCP servers stay deferred. Only the model is scripted
 (tests/mockmodel); the agent, the launcher, the MCP server and the Hub are real.
 """
 
@@ -21,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from amux.client.tools import TOOLS
 from amux.protocol.render import render
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall, mcp
@@ -129,6 +131,39 @@ def test_claude_code(hub_on: HubProcess, tmp_path: Path) -> None:
 
 def tool_names(request: Recorded) -> set[str]:
     return {str(tool.get("name")) for tool in request.tools}
+
+
+USER_MCP = Path(__file__).with_name("user_mcp.py")
+
+
+def test_claude_sends_the_memory_tools_up_front_and_leaves_the_users_deferred(
+        hub_on: HubProcess, tmp_path: Path) -> None:
+    """Under Claude's default tool search, a user with MCP servers of their own (one in
+    their `.claude.json`, one in their own `--mcp-config`): the first request carries the
+    five memory tools with their schemas, while the user's tools stay behind ToolSearch."""
+    claude = npm_bin("claude")
+    server = {"type": "stdio", "command": sys.executable, "args": [str(USER_MCP)]}
+    with MockModel([Text("Hello.")]) as model:
+        env = claude_env(tmp_path, model)
+        (tmp_path / "claude").mkdir()
+        (tmp_path / "claude" / ".claude.json").write_text(
+            json.dumps({"mcpServers": {"mine": server}}))
+        theirs = json.dumps({"mcpServers": {"flagged": server}})
+        amux_run(hub_on, env, tmp_path / "work", str(claude), "--", "-p", "Hi.",
+                 f"--mcp-config={theirs}")
+    first = model.main()[0]
+    tools = {str(tool.get("name")): tool for tool in first.tools}
+    for tool in TOOLS:
+        sent = tools.get(f"mcp__amux__{tool['name']}")
+        assert sent is not None, sorted(tools)
+        assert sent["input_schema"] == tool["inputSchema"]
+        assert "defer_loading" not in sent
+    assert "ToolSearch" in tools  # tool search is on
+    assert not [name for name in tools if name.startswith(("mcp__mine__", "mcp__flagged__"))]
+    listed = json.dumps(first.body["messages"])  # where Claude names its deferred tools
+    for name in ("mcp__mine__user_lookup", "mcp__flagged__user_ping"):
+        assert name in listed  # connected, and deferred
+    assert "mcp__amux__" not in listed
 
 
 def only(model: MockModel, tool: str) -> str:
@@ -273,12 +308,12 @@ def test_claude_without_memory_and_resumed_while_memory_is_off(hub_on: HubProces
     # Memory off at launch: the agent's own policy, untouched (its auto-memory section is back).
     assert "amux memory protocol" not in started_off.instructions
     assert "# Memory" in started_off.instructions
-    assert not any(name.startswith("mcp__amux") for name in tool_names(started_off))
+    assert "mcp__amux" not in json.dumps(started_off.body)  # neither loaded nor deferred
     # Resumed while off: the frozen protocol and suppression, and a clear error from the tool.
     assert again.instruction_parts == first.instruction_parts
     [search] = model.tool_results("memory_search")
     assert search.is_error and "memory_disabled" in search.text
     # Hub down: the agent still ran, without memory tools, protocol or a store of its own.
     assert "amux memory protocol" not in hub_down.instructions
-    assert not any(name.startswith("mcp__amux") for name in tool_names(hub_down))
+    assert "mcp__amux" not in json.dumps(hub_down.body)
     assert native.read_text() == "- [user] prefers vim\n"  # amux never touches it

@@ -44,20 +44,22 @@ def amux_env(socket_path: str, token: str) -> dict[str, str]:
 
 
 def claude_env(root: Path, model: MockModel, **extra: str) -> dict[str, str]:
-    """Claude against the mock: no retries, no tool search, no non-essential traffic; its
-    per-uid temp dir (`/tmp/claude-<uid>/` by default) under `root` too."""
+    """Claude against the mock: no retries, no non-essential traffic, its per-uid temp dir
+    (`/tmp/claude-<uid>/` by default) under `root` too. Tool search stays at Claude's default
+    (on: MCP tools are deferred unless their server is `alwaysLoad`), as users run it."""
     scratch = root / "claude-tmp"
     scratch.mkdir(mode=0o700, parents=True, exist_ok=True)
     return {**base_env(root), "CLAUDE_CONFIG_DIR": str(root / "claude"),
             "CLAUDE_CODE_TMPDIR": str(scratch),
             "ANTHROPIC_BASE_URL": model.url, "ANTHROPIC_API_KEY": "sk-dummy",
-            "ENABLE_TOOL_SEARCH": "false", "CLAUDE_CODE_MAX_RETRIES": "0",
+            "CLAUDE_CODE_MAX_RETRIES": "0",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", **extra}
 
 
 def claude_mcp_config(argv: Sequence[str], env: dict[str, str] | None = None) -> str:
-    """`--mcp-config` JSON naming one stdio server `amux`."""
-    server: dict[str, object] = {"command": argv[0], "args": list(argv[1:])}
+    """`--mcp-config` JSON naming one stdio server `amux`, always loaded as amux launches
+    it (its tools in `tools[]`, not deferred behind Claude's tool search)."""
+    server: dict[str, object] = {"command": argv[0], "args": list(argv[1:]), "alwaysLoad": True}
     if env:
         server["env"] = env
     return json.dumps({"mcpServers": {"amux": server}})
