@@ -18,6 +18,12 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
                              revision, modified_at}], truncated}     (for people)
     POST /v1/memory/doctor   {}  -> read-only health report of the scope (amux.memory.doctor)
     POST /v1/binding         {}  -> {principal, binding}   (what a launcher freezes)
+    POST /v1/delegate        {ttl?, binding?}  -> {principal, token, token_id, binding,
+                             expires_at}: a delegated token of the caller's own principal,
+                             bound to its scope now (`binding`: the one the caller expects,
+                             else binding_mismatch); login tokens only, any listener
+    POST /v1/revoke          {token_id}  -> {principal, revoked: [token_id]}: one of the
+                             caller's own delegated tokens; login tokens only, any listener
     POST /v1/status          {}  -> hub status (SPEC Appendix A)
     POST /v1/admin/reload    {}  re-read config.toml                  owner only
     POST /v1/admin/config    {action: get|set, key, value?}          owner only
@@ -38,6 +44,8 @@ from typing import Any
 from amux.hub.config import ConfigFile, HubConfig
 from amux.hub.identities import (
     LOGIN,
+    SELF_DELEGATE_TTL_DEFAULT,
+    SELF_DELEGATE_TTL_MAX,
     Credential,
     Registry,
     check_binding,
@@ -113,6 +121,8 @@ class HubApi:
         self.config: HubConfig = config.load()
         self._routes: dict[str, Callable[[Request, Credential, dict[str, Any]], Any]] = {
             "/v1/binding": self._binding,
+            "/v1/delegate": self._delegate,
+            "/v1/revoke": self._revoke,
             "/v1/status": lambda request, credential, body: self.status(),
             "/v1/admin/reload": self._admin_reload,
             "/v1/admin/config": self._admin_config,
@@ -214,6 +224,38 @@ class HubApi:
         _check_fields("binding", body, frozenset(), frozenset())
         scope = self._scope(request, credential)
         return {"principal": credential.principal, "binding": scope.binding}
+
+    # -- a principal's own delegated tokens (any listener) ---------------------------
+
+    def _require_login(self, credential: Credential, what: str) -> None:
+        if credential.kind != LOGIN:
+            raise Forbidden(f"a delegated token cannot {what}: use a login token of "
+                            f"{credential.principal}")
+
+    def _delegate(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
+        """A TTL-limited token of the caller's own principal, bound to its scope now, that
+        cannot mint further tokens (SPEC §4): what a launcher gives each agent."""
+        _check_fields("delegate", body, frozenset(), frozenset({"ttl", "binding"}))
+        self._require_login(credential, "mint further tokens")
+        ttl = body.get("ttl", SELF_DELEGATE_TTL_DEFAULT)
+        if (isinstance(ttl, bool) or not isinstance(ttl, int | float)
+                or not 0 < ttl <= SELF_DELEGATE_TTL_MAX):
+            raise InvalidArgument(f"ttl must be a number of seconds above 0 and at most "
+                                  f"{SELF_DELEGATE_TTL_MAX:.0f}, got {ttl!r}")
+        expected = body.get("binding")
+        if expected is not None:
+            expected = check_binding_value(expected)
+        scope = self._scope(request, credential)
+        check_binding(credential, scope, expected)
+        issued = self.registry.delegate(credential.principal, scope.binding, ttl)
+        return {**issued.to_wire(), "binding": issued.binding, "expires_at": issued.expires_at}
+
+    def _revoke(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
+        """Revoke one of the caller's own delegated tokens (never another principal's)."""
+        _check_fields("revoke", body, frozenset({"token_id"}), frozenset())
+        self._require_login(credential, "revoke tokens")
+        revoked = self.registry.revoke_delegated(credential.principal, body["token_id"])
+        return {"principal": credential.principal, "revoked": [revoked]}
 
     # -- administration (owner only, over the owner socket) ------------------------
 

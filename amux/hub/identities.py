@@ -15,8 +15,9 @@ read-only) fails with `storage_unavailable` and changes nothing.
   managed session was frozen to, and usually a TTL. `check_binding` refuses a
   call whose recomputed scope differs from it (`binding_mismatch`).
 
-Who may call which operation (only the owner changes identities) is the Hub's
-business, not the registry's.
+Who may call which operation is the Hub's business, not the registry's (the
+owner changes identities; any principal's login token may delegate to itself
+and revoke its own delegated tokens: `amux.hub.api`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,11 @@ _TOKEN_SHAPE = re.compile(r"amux_[A-Za-z0-9_-]{43}")
 _BINDING = re.compile(r"global|principal:[0-9a-f]{64}")
 LOGIN = "login"
 DELEGATED = "delegated"
+SELF_DELEGATE_TTL_DEFAULT = 86400.0
+"""Seconds a self-delegated token (`POST /v1/delegate`) lives when the caller names no TTL."""
+SELF_DELEGATE_TTL_MAX = 7 * 86400.0
+"""The longest TTL a principal may give its own delegated token (the launcher asks for it:
+the token is revoked when the agent exits, so the TTL is only a backstop)."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,9 @@ class IssuedToken:
     principal: str
     token: str
     token_id: str
+    binding: str | None = None
+    expires_at: float | None = None
+    """When a delegated token expires (Unix seconds; None: never)."""
 
     def to_wire(self) -> dict[str, str]:
         return {"principal": self.principal, "token": self.token, "token_id": self.token_id}
@@ -279,6 +288,19 @@ class Registry:
             expires = None if ttl is None else self.clock() + ttl
             return self._issue(draft, draft.resolve(name), DELEGATED, binding, expires)
 
+    def revoke_delegated(self, principal: str, token_id: object) -> str:
+        """Revoke one delegated token of `principal` (by its id); anything else, another
+        principal's token or a login token included, is `invalid_argument`, which tells a
+        caller nothing about tokens that are not its own."""
+        if not isinstance(token_id, str):
+            raise InvalidArgument("token_id must be a string")
+        with self._lock, self._change() as draft:
+            entry = draft.tokens.get(token_id)
+            if entry is None or entry["principal"] != principal or entry["kind"] != DELEGATED:
+                raise InvalidArgument(f"{principal} has no delegated token {token_id!r}")
+            del draft.tokens[token_id]
+            return token_id
+
     def revoke(self, name: str, token_id: str | None = None) -> list[str]:
         """Revoke one token of `name`'s principal, or all of them when `token_id` is None."""
         with self._lock, self._change() as draft:
@@ -300,4 +322,4 @@ class Registry:
             "principal": principal, "digest": _digest(token), "kind": kind, "binding": binding,
             "created_at": self.clock(), "expires_at": expires,
         }
-        return IssuedToken(principal, token, token_id)
+        return IssuedToken(principal, token, token_id, binding, expires)

@@ -177,7 +177,7 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
             as_user=target.name if target else None)
         new = True
     base_env = (isolated_env(os.environ, target, request.pass_env) if target
-                else dict(os.environ))
+                else wiring.agent_env(os.environ))  # never the launcher's own token
     memory = None
     if session.binding is not None and session.protocol is not None:
         if target is None:

@@ -2,18 +2,25 @@
 
 A new execution asks the Hub once, with a bounded timeout, which binding the
 caller's principal has now (`POST /v1/binding`); a resume reuses the frozen one.
-Either way the agent gets a delegated token carrying exactly that binding (the
-Hub refuses it on every call once the binding no longer matches), in a
-connection config (0600) inside the run directory, never in the environment.
-Only the owner may delegate; another principal's connection is passed on with
-its binding declared (`binding` in the config: the Hub checks it per call).
+Either way the agent gets its own delegated token carrying exactly that binding,
+which the launcher mints from its own login token (`POST /v1/delegate`, any
+principal, any listener: the owner's local default, `AMUX_HUB` + `AMUX_TOKEN`,
+`AMUX_MEMORY_CONFIG`) and revokes when the agent exits (`POST /v1/revoke`). The
+Hub refuses it on every call once the binding no longer matches, and refuses to
+mint it for a resumed session whose binding no longer matches. It goes in a
+connection config (0600) inside the run directory, never in the environment:
+`agent_env` removes the launcher's own connection (`AMUX_TOKEN`, `AMUX_HUB`,
+`AMUX_MEMORY_CONFIG`, `AMUX_MEMORY_BINDING`) from every agent's environment.
+An isolated run's token is the owner's to mint for another principal
+(`grant_for`, the owner-only `principal delegate`).
 
 Anything that goes wrong here is a start-up warning and a session without
 memory: never a blocked agent, never the global scope instead, never a
-temporary store. The run directory and the token go at cleanup, however the
-agent ended; run directories of launchers that died are removed at the next
-launch. A token the Hub does not revoke (it is down, or cannot save) keeps its
-run directory, with a warning, so that a later launch revokes it.
+temporary store, never the launcher's own token instead. The run directory and
+the token go at cleanup, however the agent ended; run directories of launchers
+that died are revoked and removed at the next launch. A token the Hub does not
+revoke (it is down, or cannot save) keeps its run directory, with a warning, so
+that a later launch revokes it.
 """
 
 from __future__ import annotations
@@ -22,6 +29,8 @@ import contextlib
 import os
 import shutil
 import sys
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +41,10 @@ from amux.launcher import rundirs
 
 DISCOVERY_TIMEOUT_SECONDS = 3.0
 TOKEN_TTL_SECONDS = 7 * 86400
-"""A backstop only: the token is revoked when the agent exits; a resume gets a new one."""
+"""A backstop only: the token is revoked when the agent exits; a resume gets a new one.
+The longest a Hub grants a self-delegated token (`SELF_DELEGATE_TTL_MAX`)."""
+LAUNCHER_CONNECTION = ("AMUX_TOKEN", "AMUX_HUB", "AMUX_MEMORY_CONFIG", "AMUX_MEMORY_BINDING")
+"""How the launcher itself reaches the Hub: never passed on to an agent."""
 
 
 class NoMemory(Exception):
@@ -53,8 +65,8 @@ class Wired:
     config_path: Path
     bin_dir: Path
     principal: str
-    token_id: str | None
-    """The delegated token to revoke at cleanup (None: the caller's own connection)."""
+    token_id: str
+    """The agent's delegated token, revoked at cleanup."""
     connection: Connection
     """How the launcher itself reaches the Hub (for the revocation)."""
 
@@ -67,6 +79,12 @@ def run_paths(home: Path, session_id: str) -> tuple[Path, Path]:
     """A non-isolated run's connection config and its `bin/` (holding `amux`)."""
     run_dir = runs_dir(home) / session_id
     return run_dir / rundirs.CONFIG_NAME, run_dir / "bin"
+
+
+def agent_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment a non-isolated agent starts from: ours without our own connection
+    to the Hub (the agent reaches memory only through its run directory's config)."""
+    return {name: value for name, value in environ.items() if name not in LAUNCHER_CONNECTION}
 
 
 def _connection(home: Path, start_hub: bool) -> Connection:
@@ -113,33 +131,48 @@ def installed_client() -> Path:
 
 
 def wire(home: Path, session_id: str, binding: Binding, client: Path) -> Wired:
-    """Delegate a token for `binding` and write the run directory for one agent run."""
+    """Delegate a token for `binding` and write the run directory for one agent run.
+
+    The token is minted by the launcher's own principal for itself (`POST /v1/delegate`)
+    with the frozen binding as the one expected: a resumed session whose scope changed
+    gets `binding_mismatch`, a launcher holding a delegated token `forbidden`, memory
+    off `memory_disabled`; each is `NoMemory`, never the launcher's own token instead.
+    """
     try:
         connection = _connection(home, start_hub=True)
-        clean_stale_runs(home, connection)
         with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
-            try:
-                issued = hub.call("/v1/admin/principals", {
-                    "action": "delegate", "name": binding.principal,
-                    "binding": binding.binding, "ttl": TOKEN_TTL_SECONDS})
-                token, token_id = str(issued["token"]), str(issued["token_id"])
-            except ClientError as error:
-                if error.code != "forbidden" or not connection.token:
-                    raise
-                token, token_id = connection.token, None  # not the owner: declare instead
+            issued = hub.call("/v1/delegate", {"binding": binding.binding,
+                                               "ttl": TOKEN_TTL_SECONDS})
     except ClientError as error:
-        raise NoMemory(_reason(error)) from None
+        raise NoMemory(_not_delegated(error)) from None
+    principal, token, token_id = (str(issued["principal"]), str(issued["token"]),
+                                  str(issued["token_id"]))
+    clean_stale_runs(home, connection, principal)
     config_path, bin_dir = run_paths(home, session_id)
     run_dir = config_path.parent
-    runs_dir(home).mkdir(mode=0o700, parents=True, exist_ok=True)
-    shutil.rmtree(run_dir, ignore_errors=True)
-    run_dir.mkdir(mode=0o700)
-    rundirs.claim(run_dir, binding.principal, token_id)
-    rundirs.write_config(config_path, connection.hub, token, binding.binding,
-                         connection.ca_file, hub_uid=connection.hub_uid)
-    bin_dir.mkdir(mode=0o700)
-    (bin_dir / "amux").symlink_to(client)
-    return Wired(run_dir, config_path, bin_dir, binding.principal, token_id, connection)
+    wired = Wired(run_dir, config_path, bin_dir, principal, token_id, connection)
+    try:
+        runs_dir(home).mkdir(mode=0o700, parents=True, exist_ok=True)
+        shutil.rmtree(run_dir, ignore_errors=True)
+        run_dir.mkdir(mode=0o700)
+        rundirs.claim(run_dir, principal, token_id, own=True,
+                      expires_at=issued.get("expires_at"))
+        rundirs.write_config(config_path, connection.hub, token, binding.binding,
+                             connection.ca_file, hub_uid=connection.hub_uid)
+        bin_dir.mkdir(mode=0o700)
+        (bin_dir / "amux").symlink_to(client)
+    except BaseException:
+        unwire(wired)  # no token left behind by a run directory that was never used
+        raise
+    return wired
+
+
+def _not_delegated(error: ClientError) -> str:
+    if error.code == "forbidden":
+        return (f"the launcher's own token cannot mint the agent's ({error.message}): "
+                "launch with a login token (the Hub owner's local default, or AMUX_HUB + "
+                "AMUX_TOKEN)")
+    return f"no delegated token for this session ({error.code}: {error.message})"
 
 
 @dataclass(frozen=True)
@@ -194,7 +227,7 @@ def grant_for(home: Path, name: str, binding: str | None) -> tuple[Grant, str | 
             answer = agent.call("/v1/binding", {})
     except ClientError as error:
         if binding is None:  # a new session: no memory, and no token left behind
-            _revoke(connection, grant.principal, grant.token_id)
+            _revoke(connection, grant.principal, grant.token_id, own=False)
             raise NoMemory(_reason(error)) from None
         return grant, (f"memory calls of this session will fail until this is fixed: "
                        f"{error.code}: {error.message}")
@@ -229,7 +262,7 @@ def preview_for(home: Path, name: str) -> Binding:
 
 def revoke(grant: Grant) -> str | None:
     """Revoke an isolated run's token; the warning when that failed (as `unwire`)."""
-    return _revoke(grant.connection, grant.principal, grant.token_id)
+    return _revoke(grant.connection, grant.principal, grant.token_id, own=False)
 
 
 def check(wired: Wired) -> str | None:
@@ -253,20 +286,25 @@ def unwire(wired: Wired) -> str | None:
     keeps the directory, whose `launcher.pid` and `token.json` let the next launch
     retry it (`clean_stale_runs`), and returns the warning that says so.
     """
-    problem = None if wired.token_id is None else _revoke(wired.connection, wired.principal,
-                                                          wired.token_id)
+    problem = _revoke(wired.connection, wired.principal, wired.token_id, own=True)
     if problem is None:
         shutil.rmtree(wired.run_dir, ignore_errors=True)
     return problem
 
 
-def _revoke(connection: Connection, principal: str, token_id: str) -> str | None:
+def _revoke(connection: Connection, principal: str, token_id: str, *, own: bool,
+            ) -> str | None:
     """Revoke one delegated token: None when it is gone, else the warning (it stays valid
-    until a later launch revokes it or its TTL ends)."""
+    until a later launch revokes it or its TTL ends). `own`: the launcher's principal
+    delegated it to itself (`POST /v1/revoke`); else the owner did, for `principal`."""
+    if own:
+        path, body = "/v1/revoke", {"token_id": token_id}
+    else:
+        path, body = "/v1/admin/principals", {"action": "revoke", "name": principal,
+                                              "token_id": token_id}
     try:
         with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
-            hub.call("/v1/admin/principals", {"action": "revoke", "name": principal,
-                                              "token_id": token_id})
+            hub.call(path, body)
     except ClientError as error:
         if error.code == "invalid_argument":  # no such token (expired) or principal left
             return None
@@ -276,15 +314,31 @@ def _revoke(connection: Connection, principal: str, token_id: str) -> str | None
     return None
 
 
-def clean_stale_runs(home: Path, connection: Connection) -> None:
+def clean_stale_runs(home: Path, connection: Connection, principal: str | None = None,
+                     ) -> None:
     """Revoke the tokens of, and remove, run directories whose launcher is gone
-    (this home's and the isolated runs root's)."""
+    (this home's and the isolated runs root's).
+
+    A token a launcher delegated to itself can only be revoked by its own principal:
+    one of another principal (`principal`: ours; None: unknown) is kept for a launch of
+    that principal, and removed without a call once its TTL has passed.
+    """
     from amux.materializer.rundir import runs_root
 
     for root in (runs_dir(home), runs_root(create=False)):
         with contextlib.suppress(OSError):
             for run_dir, token in rundirs.stale(root):
-                if token is not None and _revoke(connection, str(token.get("principal")),
-                                                 str(token.get("token_id"))) is not None:
-                    continue  # kept: a later launch tries again
+                if token is not None and not _expired(token):
+                    own = token.get("self") is True
+                    if own and token.get("principal") != principal:
+                        continue  # not ours to revoke
+                    if _revoke(connection, str(token.get("principal")),
+                               str(token.get("token_id")), own=own) is not None:
+                        continue  # kept: a later launch tries again
                 shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _expired(token: dict[str, object]) -> bool:
+    expires = token.get("expires_at")
+    return isinstance(expires, int | float) and not isinstance(expires, bool) \
+        and expires <= time.time()

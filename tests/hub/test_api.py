@@ -161,3 +161,103 @@ def test_only_the_owner_administers_over_the_owner_socket(hub: Hub) -> None:
     listed = hub.admin("/v1/admin/principals", {"action": "list"}).json()["principals"]
     assert {p["principal"] for p in listed} == {"alice", "bob", "carol", "owner"}
     assert next(p for p in listed if p["principal"] == "carol")["tokens"] == []
+
+
+# -- a principal's own delegated tokens: POST /v1/delegate and /v1/revoke ----------------
+
+def test_a_login_token_delegates_to_itself_on_any_listener(hub: Hub) -> None:
+    for token, principal in ((hub.alice, "alice"), (hub.owner, "owner")):
+        for owner_socket in (False, True):
+            answer = hub.call("/v1/delegate", token, {}, owner_socket=owner_socket)
+            assert answer.status == 200, answer.json()
+            issued = answer.json()
+            assert set(issued) == {"principal", "token", "token_id", "binding", "expires_at"}
+            assert (issued["principal"], issued["binding"]) == (principal, "global")
+            assert issued["token"] != token
+            assert hub.call("/v1/memory/search", issued["token"], {"query": "x"}).status == 200
+            credential = hub.registry.authenticate(issued["token"])
+            assert (credential.kind, credential.binding) == ("delegated", "global")
+    hub.isolate(True)  # bound to the caller's scope now, which isolation makes its own
+    issued = hub.call("/v1/delegate", hub.bob, {"ttl": 60}).json()
+    assert issued["binding"] == resolve_scope(Identity("bob"), isolation=True).binding
+
+
+def test_a_delegated_token_cannot_delegate_revoke_or_administer(hub: Hub) -> None:
+    delegated = hub.call("/v1/delegate", hub.owner, {}, owner_socket=True).json()
+    for path, body in (("/v1/delegate", {}), ("/v1/revoke", {"token_id": delegated["token_id"]}),
+                       ("/v1/admin/principals", {"action": "list"})):
+        refused = hub.call(path, delegated["token"], body, owner_socket=True)
+        assert (refused.status, _code(refused)) == (403, "forbidden"), path
+    assert hub.call("/v1/binding", delegated["token"], {}).status == 200  # still its own
+
+
+def test_self_delegation_ttl_has_a_default_and_a_maximum(hub: Hub) -> None:
+    from amux.hub.identities import SELF_DELEGATE_TTL_DEFAULT, SELF_DELEGATE_TTL_MAX
+
+    now = 1_000_000.0
+    hub.registry.clock = lambda: now
+    default = hub.call("/v1/delegate", hub.alice, {}).json()
+    assert default["expires_at"] == now + SELF_DELEGATE_TTL_DEFAULT
+    longest = hub.call("/v1/delegate", hub.alice, {"ttl": SELF_DELEGATE_TTL_MAX}).json()
+    assert longest["expires_at"] == now + SELF_DELEGATE_TTL_MAX
+    for ttl in (0, -1, SELF_DELEGATE_TTL_MAX + 1, "60", True, None, 1e309):
+        refused = hub.call("/v1/delegate", hub.alice, {"ttl": ttl})
+        assert (refused.status, _code(refused)) == (400, "invalid_argument"), ttl
+    short = hub.call("/v1/delegate", hub.alice, {"ttl": 30}).json()
+    now += 31
+    expired = hub.call("/v1/binding", short["token"], {})
+    assert _code(expired) == "unauthenticated"
+    unknown_field = hub.call("/v1/delegate", hub.alice, {"name": "bob"})
+    assert _code(unknown_field) == "invalid_argument"  # no delegating for anyone else
+
+
+def test_self_delegation_checks_the_expected_binding_and_memory(hub: Hub) -> None:
+    frozen = hub.call("/v1/delegate", hub.alice, {"binding": "global"})
+    assert frozen.json()["binding"] == "global"
+    hub.isolate(True)  # a resumed session frozen to global no longer matches
+    body: dict[str, str]
+    for body, header in (({"binding": "global"}, None), ({}, "global")):  # body or header
+        refused = hub.call("/v1/delegate", hub.alice, body, binding=header)
+        assert (refused.status, _code(refused)) == (403, "binding_mismatch")
+    malformed = hub.call("/v1/delegate", hub.alice, {"binding": "principal:alice"})
+    assert _code(malformed) == "invalid_argument"
+    hub.admin("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "false"})
+    off = hub.call("/v1/delegate", hub.alice, {})
+    assert (off.status, _code(off)) == (503, "memory_disabled")
+
+
+def test_a_principal_revokes_its_own_delegated_tokens_only(hub: Hub) -> None:
+    alices = hub.call("/v1/delegate", hub.alice, {}).json()
+    bobs = hub.call("/v1/delegate", hub.bob, {}).json()
+    for token, token_id in ((hub.bob, alices["token_id"]), (hub.owner, alices["token_id"])):
+        refused = hub.call("/v1/revoke", token, {"token_id": token_id}, owner_socket=True)
+        assert (refused.status, _code(refused)) == (400, "invalid_argument")
+    assert hub.call("/v1/binding", alices["token"], {}).status == 200  # still valid
+    alice_login = hub.registry.authenticate(hub.alice).token_id
+    refused = hub.call("/v1/revoke", hub.alice, {"token_id": alice_login})
+    assert _code(refused) == "invalid_argument"  # a login token is the owner's to revoke
+    assert hub.call("/v1/binding", hub.alice, {}).status == 200
+    revoked = hub.call("/v1/revoke", hub.alice, {"token_id": alices["token_id"]})
+    assert revoked.json() == {"principal": "alice", "revoked": [alices["token_id"]]}
+    assert _code(hub.call("/v1/binding", alices["token"], {})) == "unauthenticated"
+    assert _code(hub.call("/v1/revoke", hub.alice, {"token_id": alices["token_id"]})) \
+        == "invalid_argument"  # already gone
+    assert hub.call("/v1/binding", bobs["token"], {}).status == 200
+    assert hub.call("/v1/binding", hub.alice, {}).status == 200  # the login token works on
+    for body in ({}, {"token_id": 7}, {"token_id": "x", "name": "bob"}):
+        assert _code(hub.call("/v1/revoke", hub.alice, body)) == "invalid_argument"
+
+
+def test_self_delegation_is_durable_and_never_logged(hub: Hub, tmp_path: Path,
+                                                     caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    issued = hub.call("/v1/delegate", hub.alice, {}).json()
+    again = Registry(tmp_path)  # what a restarted Hub would accept
+    assert again.authenticate(issued["token"]).kind == "delegated"
+    assert issued["token"] not in (tmp_path / "identities.json").read_text()
+    hub.call("/v1/revoke", hub.alice, {"token_id": issued["token_id"]})
+    with pytest.raises(Exception, match="unknown or revoked"):
+        Registry(tmp_path).authenticate(issued["token"])
+    assert issued["token"] not in caplog.text and hub.alice not in caplog.text
