@@ -53,6 +53,9 @@ class AgentRequest:
     agent_session: str | None = None
     """The agent's own session reference: chosen up front, or the one to resume."""
     resume: bool = False
+    files_dir: str | None = None
+    """The session's own directory for files the plan gives the agent (its state directory;
+    for an isolated run a directory the target user owns)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,10 @@ class LaunchPlan:
     """The native-memory suppression applied (flags and environment), for the record."""
     agent_session: str | None = None
     warnings: list[str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    """Files (path: text) the launcher writes, 0600, before every launch of this plan."""
+    not_resumable: str | None = None
+    """Why this session can never be resumed (e.g. the agent keeps nothing); None if it can."""
 
 
 class Probe(Protocol):

@@ -3,10 +3,25 @@
 Pi has no MCP and no built-in long-term memory (third-party memory extensions are
 not evaluated), so nothing is suppressed: the protocol names `amux memory …`
 commands and the launcher puts a directory holding only `amux` first on PATH,
-with the connection in the environment. The user's own `--append-system-prompt`
-texts come first, merged into one. Sessions: `--session FILE` chosen up front,
-the same file to resume; the user's own `--session`, `--continue`, `--resume`
-and `--no-session` are refused.
+with the connection in the environment.
+
+Instructions (as Pi 0.73.1 reads them, `core/resource-loader.js`): any
+`--append-system-prompt` replaces Pi's own discovery, so amux's one flag would
+drop the user's text unless amux merges it first. `user_instructions` therefore
+computes what Pi would have appended: every `--append-system-prompt VALUE` (only
+that form; Pi refuses `--append-system-prompt=VALUE`), VALUE being the text of
+the file it names relative to cwd if there is one, else VALUE itself, joined with
+a blank line as Pi joins them; without the flag, the first of
+`<cwd>/.pi/APPEND_SYSTEM.md` and `$PI_CODING_AGENT_DIR/APPEND_SYSTEM.md`
+(`~/.pi/agent` by default), only the first found, as Pi does. The protocol comes
+after it. The merged text goes to Pi as a file, `--append-system-prompt FILE`
+(0600 in the session's own directory, rewritten from the frozen text before every
+launch): out of `ps` and of the 128 KiB limit of one argument.
+
+Sessions: `--session FILE` chosen up front, the same file to resume. `--no-session`
+is Pi's ephemeral mode and is passed through: no `--session` then, Pi writes no
+session file, and the amux session is recorded as not resumable. The user's own
+`--session`, `--continue`, `--resume`, `--fork` and `--session-dir` are refused.
 """
 
 from __future__ import annotations
@@ -18,10 +33,78 @@ from amux.adapters.base import (
     Channel,
     LaunchPlan,
     Probe,
+    ResumeFlagRefused,
     merge_instructions,
     refuse,
-    take_option,
 )
+
+APPEND = "--append-system-prompt"
+INSTRUCTIONS_FILE = "pi-append-system.md"
+"""The merged text, in the session's own directory, named by amux's one `--append-system-prompt`."""
+EPHEMERAL = ("started with Pi's --no-session, an ephemeral session: Pi kept nothing to "
+             "resume")
+_VALUE_OPTIONS = frozenset({
+    "--mode", "--provider", "--model", "--api-key", "--system-prompt", APPEND, "--session",
+    "--fork", "--session-dir", "--models", "--tools", "-t", "--thinking", "--export",
+    "--extension", "-e", "--skill", "--prompt-template", "--theme"})
+"""Pi's options that take the next argument as their value (`cli/args.js`)."""
+
+
+def _options(args: tuple[str, ...]) -> tuple[list[str], list[str], bool]:
+    """(args without `--append-system-prompt VALUE`, those values, whether `--no-session`
+    is given), read the way Pi's parser reads them: an option's value is never a flag."""
+    rest: list[str] = []
+    appended: list[str] = []
+    no_session = False
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in _VALUE_OPTIONS and index + 1 < len(args):
+            if arg == APPEND:
+                appended.append(args[index + 1])
+            else:
+                rest += args[index:index + 2]
+            index += 2
+            continue
+        no_session = no_session or arg == "--no-session"
+        rest.append(arg)
+        index += 1
+    return rest, appended, no_session
+
+
+def _flag_text(probe: Probe, value: str) -> str:
+    """An `--append-system-prompt` value as Pi reads it: the named file's text, else the
+    value (also when the file cannot be read, where Pi warns)."""
+    path = os.path.join(probe.cwd, value)
+    try:
+        text = probe.read_text(path)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"cannot read {path} (named by Pi's {APPEND}): {exc}") from None
+    except (OSError, ValueError):  # ValueError: a NUL byte, never a file name
+        return value
+    return value if text is None else text
+
+
+def _discovered(probe: Probe) -> str | None:
+    """The first of the project's and the user's `APPEND_SYSTEM.md`, as Pi finds it."""
+    agent_dir = probe.env.get("PI_CODING_AGENT_DIR")
+    home = probe.env.get("HOME") or os.path.expanduser("~")
+    if agent_dir:
+        if agent_dir == "~" or agent_dir.startswith("~/"):
+            agent_dir = home + agent_dir[1:]
+    else:
+        agent_dir = os.path.join(home, ".pi", "agent")
+    for path in (os.path.join(probe.cwd, ".pi", "APPEND_SYSTEM.md"),
+                 os.path.join(agent_dir, "APPEND_SYSTEM.md")):
+        try:
+            text = probe.read_text(path)
+        except NotADirectoryError:
+            continue
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read Pi's {path}: {exc}") from None
+        if text is not None:
+            return text
+    return None
 
 
 class PiAdapter:
@@ -29,23 +112,43 @@ class PiAdapter:
     channel: Channel = "cli"
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
-        return ()
+        """What Pi itself would append to its system prompt, as one text (module doc)."""
+        _, values, _ = _options(args)
+        if values:
+            texts = [_flag_text(probe, value) for value in values if value]
+        else:
+            found = _discovered(probe)
+            texts = [] if found is None else [found]
+        joined = "\n\n".join(texts)
+        return (joined,) if joined else ()
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return os.path.join(state_dir, "pi-session.jsonl")
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
-        refuse(request.args, ("--session", "--continue", "-c", "--resume", "-r",
-                              "--no-session", "--session-dir"), "Pi")
-        session = ["--session", request.agent_session] if request.agent_session else []
+        refuse(request.args, ("--session", "--continue", "-c", "--resume", "-r", "--fork",
+                              "--session-dir"), "Pi")
+        args, _, no_session = _options(request.args)
+        if no_session and request.resume:
+            raise ResumeFlagRefused(
+                "--no-session would start a new, ephemeral Pi session instead of resuming "
+                "this one; resume without it, or start a new one with `amux run pi -- "
+                "--no-session …`")
+        agent_session = None if no_session else request.agent_session
+        not_resumable = EPHEMERAL if no_session else None
+        session = ["--session", agent_session] if agent_session else []
         memory = request.memory
         if memory is None:
             return LaunchPlan([request.executable, *session, *request.args],
-                              agent_session=request.agent_session)
-        args, appended = take_option(request.args, ("--append-system-prompt",))
+                              agent_session=agent_session, not_resumable=not_resumable)
         instructions = request.frozen_instructions or merge_instructions(
-            appended, memory.protocol)
-        argv = [request.executable, *session, "--append-system-prompt", instructions or "",
-                *args]
+            list(request.user_instructions), memory.protocol) or ""
+        files = {}
+        value = instructions  # in argv only for a caller that gives the plan no directory
+        if request.files_dir is not None:
+            value = os.path.join(request.files_dir, INSTRUCTIONS_FILE)
+            files[value] = instructions
+        argv = [request.executable, *session, APPEND, value, *args]
         return LaunchPlan(argv, env=dict(memory.env), path=[memory.bin_dir], channel="cli",
-                          instructions=instructions, agent_session=request.agent_session)
+                          instructions=instructions, files=files, agent_session=agent_session,
+                          not_resumable=not_resumable)

@@ -25,7 +25,7 @@ from amux.adapters import ADAPTERS, for_agent
 from amux.adapters.base import Adapter, AgentRequest, LaunchPlan, Memory
 from amux.adapters.fallback import FallbackAdapter
 from amux.client.wire import ClientError
-from amux.launcher import agent_config, rundirs, state, wiring
+from amux.launcher import agent_config, planfiles, rundirs, state, wiring
 from amux.launcher.probe import SystemProbe
 from amux.materializer.rundir import materialize, memory_dir, remove
 from amux.materializer.target import Target, isolated_env
@@ -131,6 +131,10 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
     grant = None
     if request.resume is not None:
         frozen = state.load(home, request.resume)
+        if not frozen.resumable:
+            raise ClientError("invalid_argument", f"session {frozen.id} cannot be resumed: "
+                              f"it was {frozen.not_resumable_reason}; start a new session "
+                              f"instead (`amux run {frozen.agent} -- …`)")
         adapter = ADAPTERS.get(frozen.adapter, FallbackAdapter())
         executable = _executable(frozen.agent)
         if frozen.agent_session is None and not isinstance(adapter, FallbackAdapter):
@@ -198,13 +202,17 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
         executable=executable, args=tuple(request.args), memory=memory,
         user_instructions=user,
         frozen_instructions=None if new else session.instructions,
-        agent_session=session.agent_session, resume=not new))
+        agent_session=session.agent_session, resume=not new,
+        files_dir=str(_agent_files(home, session.id, target))))
     plan.warnings[:0] = warnings
     if new:
         session.channel = plan.channel
         session.instructions = plan.instructions
         session.suppression = plan.suppression
         session.warnings = list(plan.warnings)
+        session.agent_session = plan.agent_session
+        session.resumable = plan.not_resumable is None
+        session.not_resumable_reason = plan.not_resumable
     return Prepared(session, plan, adapter, binding, new, base_env, target, grant,
                     _agent_files(home, session.id, target) if target else None, memory)
 
@@ -218,6 +226,7 @@ def dry_run_report(prepared: Prepared, home: Path) -> dict[str, Any]:
     if prepared.memory is not None:
         files += [prepared.memory.env["AMUX_MEMORY_CONFIG"],
                   os.path.join(prepared.memory.bin_dir, "amux")]
+    files += list(plan.files)
     target = prepared.target
     return {
         "session": prepared.session.id, "resume": not prepared.new,
@@ -269,6 +278,7 @@ def launch(home: Path, request: RunRequest) -> int:
                 grant, run_dir = _materialize(home, prepared, grant)
         if target is not None and prepared.agent_files is not None:
             _own_dir(prepared.agent_files, target)
+        planfiles.write(plan.files, target)  # before every launch, from the (frozen) plan
         env = {**prepared.base_env, **plan.env}
         if plan.path:
             env["PATH"] = os.pathsep.join([*plan.path, prepared.base_env.get("PATH",

@@ -2,10 +2,11 @@
 
 `state.json` (0600, written temp-and-replace) holds the binding, the full frozen
 protocol and merged instruction text, the adapter and the agent's version, the
-memory channel, the native-memory suppression applied and the agent's own session
-reference once known. A resume reads it back and reuses it byte for byte; it is
-never rewritten except to record the agent's session reference. The directory
-also holds agent files the session owns (Pi's session file). No secrets here:
+memory channel, the native-memory suppression applied, the agent's own session
+reference once known, and whether the session can be resumed at all. A resume
+reads it back and reuses it byte for byte; it is never rewritten except to record
+the agent's session reference. The directory also holds agent files the session
+owns (Pi's session file and the instructions file it is given). No secrets here:
 tokens live only in the run directory's connection config and die with the run.
 """
 
@@ -45,6 +46,10 @@ class SessionState:
     as_user: str | None = None
     """The Unix user an isolated session runs as (None: the launching user)."""
     version: int = STATE_VERSION
+    resumable: bool = True
+    """False for a session the agent keeps nothing of (Pi's `--no-session`)."""
+    not_resumable_reason: str | None = None
+    """Why `resumable` is false, said by `amux run --resume`."""
 
     @property
     def has_memory(self) -> bool:

@@ -18,12 +18,16 @@ TEMP_PREFIX = ".amux-tmp-"
 _TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def write_atomic_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600) -> None:
-    """Durably replace `name` in `dir_fd` with `data` (temp, fsync, rename, fsync dir)."""
+def write_atomic_at(dir_fd: int, name: str, data: bytes, mode: int = 0o600,
+                    owner: tuple[int, int] | None = None) -> None:
+    """Durably replace `name` in `dir_fd` with `data` (temp, fsync, rename, fsync dir);
+    `owner` (uid, gid) is given to the temp file before anything is written to it."""
     temp = TEMP_PREFIX + os.urandom(8).hex()
     fd = os.open(temp, _TEMP_FLAGS, mode, dir_fd=dir_fd)
     try:
         try:
+            if owner is not None:
+                os.fchown(fd, *owner)
             view = memoryview(data)
             while view:
                 written = os.write(fd, view)

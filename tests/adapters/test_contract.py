@@ -12,6 +12,7 @@ from amux.adapters import ADAPTERS, for_agent
 from amux.adapters.base import AgentRequest, LaunchPlan, Memory, ResumeFlagRefused
 from amux.adapters.fallback import FallbackAdapter
 from amux.protocol.render import render
+from tests.adapters.test_hooks import FakeProbe
 
 USER_TEXT = 'Always answer in "British" English.\nNever use tabs.'
 # How each agent's user passes their own instructions, and the agent's resume flags.
@@ -36,10 +37,14 @@ def memory(channel: str) -> Memory:
 def plan(name: str, *, with_memory: bool = True, resume: bool = False,
          frozen: str | None = None, args: list[str] | None = None) -> LaunchPlan:
     adapter = ADAPTERS[name]
+    given = tuple(USER_ARGS[name] if args is None else args)
     return adapter.plan(AgentRequest(
-        executable=f"/usr/bin/{name}", args=tuple(USER_ARGS[name] if args is None else args),
+        executable=f"/usr/bin/{name}", args=given,
         memory=memory(adapter.channel) if with_memory else None,
-        frozen_instructions=frozen, agent_session="agent-session-1", resume=resume))
+        # As the launcher does: the agent's own instructions are read for a new session only.
+        user_instructions=() if resume else adapter.user_instructions(given, FakeProbe({})),
+        frozen_instructions=frozen, agent_session="agent-session-1", resume=resume,
+        files_dir="/home/u/.local/share/amux/sessions/s"))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -53,6 +58,12 @@ def test_merges_the_protocol_after_the_users_own_instructions(name: str) -> None
                      if a.startswith("developer_instructions="))
         assert tomlkit.parse(f"v = {value}")["v"] == launch.instructions
         assert launch.argv.count("exec") == 1 and launch.argv[-2:] == ["exec", "hello"]
+    elif name == "pi":  # in a file the plan writes, named by Pi's one flag: not in argv
+        [(path, text)] = launch.files.items()
+        assert text == launch.instructions and "hello" in launch.argv
+        assert launch.argv[launch.argv.index("--append-system-prompt") + 1] == path
+        assert launch.argv.count("--append-system-prompt") == 1
+        assert not any(USER_TEXT in arg for arg in launch.argv)
     else:
         assert sum(launch.instructions in arg for arg in launch.argv) == 1  # one merged text
         assert "hello" in launch.argv
@@ -79,7 +90,7 @@ def test_resume_replays_the_frozen_plan_identically(name: str) -> None:
     again = plan(name, resume=True, frozen=first.instructions)
     assert again.instructions == first.instructions
     assert again.env == first.env and again.suppression == first.suppression
-    assert again.path == first.path
+    assert again.path == first.path and again.files == first.files
     # Resuming even with *other* user instructions keeps the frozen text.
     other = plan(name, resume=True, frozen=first.instructions,
                  args=[a.replace("British", "Klingon") for a in USER_ARGS[name]])

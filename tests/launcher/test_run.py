@@ -226,6 +226,60 @@ def test_sessions_list_and_show(hub: HubProcess, launcher: Launcher) -> None:
     assert shown["protocol"].startswith("amux memory protocol v1 (CLI)")
 
 
+def sessions_cli(hub: HubProcess, *args: str) -> Any:
+    environment = {**os.environ, "AMUX_HOME": str(hub.home)}
+    done = subprocess.run([sys.executable, "-m", "amux", "sessions", *args],
+                          capture_output=True, text=True, env=environment, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_pi_gets_its_merged_text_as_a_file_rewritten_before_every_launch(
+        hub: HubProcess, launcher: Launcher, tmp_path: Path) -> None:
+    enable(hub)
+    agent_dir = tmp_path / "pi-agent"
+    agent_dir.mkdir()
+    (agent_dir / "APPEND_SYSTEM.md").write_text("GLOBAL RULES\n")
+    env = {"PI_CODING_AGENT_DIR": str(agent_dir)}
+    assert launcher.run("pi", "--", "-p", "one", env=env).returncode == 0
+    [session] = launcher.sessions()
+    state = json.loads((session / "state.json").read_text())
+    assert state["instructions"] == f"GLOBAL RULES\n\n\n{state['protocol']}"
+    given = session / "pi-append-system.md"
+    first = launcher.records()[0]["argv"]
+    assert first[:4] == ["--session", state["agent_session"], "--append-system-prompt",
+                         str(given)]
+    assert not any("amux memory protocol" in arg for arg in first)  # not on the command line
+    assert given.read_text() == state["instructions"]
+    assert stat.S_IMODE(given.stat().st_mode) == 0o600
+    given.write_text("tampered")  # and the user's rules change: the session keeps its own
+    (agent_dir / "APPEND_SYSTEM.md").write_text("NEW RULES\n")
+    done = launcher.run("--resume", session.name, "--", "-p", "two", env=env)
+    assert done.returncode == 0, done.stderr
+    assert launcher.records()[1]["argv"][:4] == first[:4]
+    assert given.read_text() == state["instructions"]
+
+
+def test_pi_no_session_is_ephemeral_listed_so_and_refused_on_resume(
+        hub: HubProcess, launcher: Launcher) -> None:
+    enable(hub)
+    done = launcher.run("pi", "--", "--no-session", "-p", "x")
+    assert done.returncode == 0, done.stderr
+    argv = launcher.records()[0]["argv"]
+    assert "--no-session" in argv and "--session" not in argv
+    [entry] = sessions_cli(hub, "list")["sessions"]
+    assert entry["resumable"] is False and entry["agent_session"] is None
+    assert "--no-session" in entry["not_resumable_reason"]
+    assert sessions_cli(hub, "show", entry["id"])["resumable"] is False
+    refused = launcher.run("--resume", entry["id"], "--", "-p", "again")
+    assert refused.returncode == 2
+    message = json.loads(refused.stdout)["error"]["message"]
+    assert f"session {entry['id']} cannot be resumed" in message
+    assert "ephemeral" in message and "Pi kept nothing to resume" in message
+    assert "start a new session" in message
+    assert len(launcher.records()) == 1  # the agent never started
+
+
 def test_stale_run_directories_are_revoked_and_removed(hub: HubProcess,
                                                        launcher: Launcher) -> None:
     enable(hub)
