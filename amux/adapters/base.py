@@ -7,12 +7,14 @@ resumes its own sessions, and where the user's own instructions for it live.
 so a plan is a function of its inputs and the same inputs on resume give the
 same plan. What must be read from the user's set-up is read by the adapter's
 hooks (`user_instructions`) through an injected `Probe`, so each hook is tested
-with a fake and the launcher never needs to know which agent reads what.
+with a fake and the launcher never needs to know which agent reads what. An agent
+that names its own sessions says where it writes them (`session_files`), and a pure
+`pick` says which of the files a run wrote is that run's session.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -90,15 +92,67 @@ class Probe(Protocol):
     def cwd(self) -> str:
         ...
 
+    @property
+    def executable(self) -> str | None:
+        """The agent's executable, for a hook that asks the agent itself; None when it must
+        not be started (a dry run starts nothing)."""
+        ...
+
     def read_text(self, path: str) -> str | None:
         """The UTF-8 text of `path`, None when it does not exist (OSError otherwise)."""
         ...
 
-    def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float) -> (
-        tuple[int, str, str] | None
-    ):
-        """(exit status, stdout, stderr) of a short command, None if it could not run."""
+    def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float,
+            until: Callable[[str], bool] | None = None) -> tuple[int, str, str] | None:
+        """(exit status, stdout, stderr) of a short command, None if it could not run or
+        did not finish within `timeout` seconds. With `until`, stdin stays open after it is
+        written until a stdout line satisfies `until`, then it is closed so the command
+        ends (a server that stops at end of input before it answers)."""
         ...
+
+    def warn(self, message: str) -> None:
+        """A start-up warning of this launch (printed and recorded with the plan's)."""
+        ...
+
+
+@dataclass(frozen=True)
+class SessionFile:
+    """One session file the agent wrote during a run (see `SessionFiles`)."""
+
+    path: str
+    first_line: str
+    """Its first line, "" if it could not be read."""
+    held: bool
+    """Seen open in the agent's own process tree while it ran."""
+
+
+@dataclass(frozen=True)
+class FinishedRun:
+    """What the launcher saw of a new session's first run of the agent."""
+
+    argv: tuple[str, ...]
+    """The agent's command line as launched (the plan's argv)."""
+    cwd: str
+    started_at: float
+    ended_at: float
+    """Wall-clock times (seconds since the epoch) around the agent's run."""
+    watched: bool
+    """Whether the agent's process tree was watched from its start to its exit, so a file
+    it held open is marked `held`."""
+    files: tuple[SessionFile, ...]
+    """The session files that did not exist when the agent started."""
+
+
+@dataclass(frozen=True)
+class SessionFiles:
+    """Where an agent that names its own sessions writes one file per session. The
+    launcher watches them during a new session's first run; `pick` (the adapter's pure
+    decision) names the agent session that run created, or None with a warning."""
+
+    directory: str
+    pattern: str
+    """A file-name pattern (fnmatch) of session files anywhere below `directory`."""
+    pick: Callable[[FinishedRun], tuple[str | None, str | None]]
 
 
 class Adapter(Protocol):
@@ -121,6 +175,17 @@ class Adapter(Protocol):
         lets us choose it (else the launcher learns it after the run); `state_dir` is the
         amux session's own directory."""
         ...
+
+    def session_files(self, env: Mapping[str, str]) -> SessionFiles | None:
+        """For an agent that names its own sessions (no `new_session_ref`): where they are
+        written, given the agent's environment, so the launcher can learn the name."""
+        ...
+
+
+def no_session_files(adapter: object, env: Mapping[str, str]) -> SessionFiles | None:
+    """`session_files` of an adapter whose session reference is chosen up front, or that
+    has none (`session_files = no_session_files`)."""
+    return None
 
 
 def merge_instructions(user: list[str], protocol: str | None) -> str | None:

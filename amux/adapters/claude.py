@@ -34,6 +34,7 @@ from amux.adapters.base import (
     LaunchPlan,
     Probe,
     merge_instructions,
+    no_session_files,
     refuse,
     take_option,
 )
@@ -48,6 +49,8 @@ class ClaudeAdapter:
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # Claude reads its CLAUDE.md files itself; `plan` merges the flags
+
+    session_files = no_session_files
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         import uuid  # only for Claude launches

@@ -4,37 +4,62 @@ Everything goes in as `-c key=value` overrides for this launch only, before the
 subcommand (Codex reads them as TOML values); the user's config.toml is never
 edited.
 
-- The effective developer instructions the user set (a `-c developer_instructions=…`
-  in their arguments, else their profile's or config.toml's, read by
-  `user_instructions`) come first, unchanged, then the protocol, in one
-  `developer_instructions`. Codex's own base instructions stay.
+- The effective developer instructions the user set come first, unchanged, then the
+  protocol, in one `developer_instructions`; Codex's own base instructions stay. A
+  `-c developer_instructions=…` in the user's arguments is that text; else
+  `user_instructions` finds it in every layer Codex reads, in Codex's precedence
+  (trusted project `.codex/config.toml` layers, profile, config.toml, system), by asking
+  `codex app-server` (`codex_layers`). amux's `-c` then outranks every layer, so the
+  merged text must start from that effective value.
 - `features.memories`, `memories.use_memories` and `memories.generate_memories`
   are forced false.
 - MCP server `amux` with `default_tools_approval_mode = "approve"`, so memory
   calls are not refused for want of an approval prompt.
-- Resume is Codex's own `resume` (`codex exec resume ID …` for `exec`); the
-  agent's session id is learned after the first run.
+- Resume is Codex's own `resume` (`codex exec resume ID …` for `exec`). Codex names its
+  threads, so the launcher learns the id after the first run: Codex writes one rollout
+  per thread (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-…-<id>.jsonl`, first line
+  `session_meta` with the id, cwd, timestamp, originator) and holds it open while the
+  thread runs. `pick_thread` takes the rollout the launched process tree held open; only
+  when no tree could hold it (the tree was not watched, or an interactive Codex without
+  `-c` may host the thread in its shared background server) does it fall back to the one
+  new rollout of this cwd and time. Anything else records no id, with a warning: never a
+  guess that could resume another session's thread.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from amux.adapters.base import (
     AgentRequest,
     Channel,
+    FinishedRun,
     LaunchPlan,
     Probe,
     ResumeFlagRefused,
+    SessionFile,
+    SessionFiles,
     merge_instructions,
+    take_option,
+)
+from amux.adapters.codex_layers import (
+    codex_home,
+    developer_instructions,
+    take_overrides,
+    working_dir,
 )
 
 MEMORY_SETTINGS = ("features.memories", "memories.use_memories", "memories.generate_memories")
 """Codex's native-memory settings; every launch forces them false (so does the app-server
 driver, which also checks `config/read` reports them so)."""
 SUPPRESSION = tuple(f"{key}=false" for key in MEMORY_SETTINGS)
+EPHEMERAL = ("started with Codex's exec --ephemeral, which keeps no thread: Codex kept "
+             "nothing to resume")
 
 
 if TYPE_CHECKING:
@@ -48,27 +73,6 @@ def toml_value(value: object) -> str:
     return str(tomlkit.item(value).as_string()).strip()
 
 
-def _take_overrides(args: tuple[str, ...], key: str) -> tuple[list[str], list[str]]:
-    """(args without `-c KEY=…`, the raw TOML values given for KEY)."""
-    rest: list[str] = []
-    values: list[str] = []
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        pair = None
-        if arg in ("-c", "--config") and index + 1 < len(args):
-            pair = args[index + 1]
-        elif arg.startswith("--config="):
-            pair = arg.removeprefix("--config=")
-        if pair is not None and pair.partition("=")[0].strip() == key:
-            values.append(pair.partition("=")[2])
-            index += 2 if not arg.startswith("--config=") else 1
-            continue
-        rest.append(arg)
-        index += 1
-    return rest, values
-
-
 def parse_toml_value(raw: str) -> str:
     """A `-c` value as Codex reads it: TOML if it parses, else the literal string."""
     import tomlkit
@@ -80,59 +84,25 @@ def parse_toml_value(raw: str) -> str:
     return str(value)
 
 
-def codex_home(env: Mapping[str, str]) -> str:
-    """`$CODEX_HOME`, else `~/.codex`."""
-    explicit = env.get("CODEX_HOME")
-    return explicit or os.path.join(os.path.expanduser(env.get("HOME", "~")), ".codex")
-
-
-def _profile(args: tuple[str, ...]) -> str | None:
-    for index, arg in enumerate(args):
-        if arg in ("--profile", "-p") and index + 1 < len(args):
-            return args[index + 1]
-        if arg.startswith("--profile="):
-            return arg.partition("=")[2]
-    return None
-
-
-def _instructions_in(probe: Probe, path: str) -> str | None:
-    import tomlkit  # only for Codex launches
-
-    try:
-        text = probe.read_text(path)
-        if text is None:
-            return None
-        config = tomlkit.parse(text).unwrap()
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read Codex's {path}: {exc}") from None
-    value = config.get("developer_instructions")
-    return value if isinstance(value, str) else None
-
-
 class CodexAdapter:
     name = "codex"
     channel: Channel = "mcp"
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
-        """The `developer_instructions` Codex would use without us.
-
-        `--profile NAME` layers `$CODEX_HOME/NAME.config.toml` over config.toml (Codex
-        0.171's profiles), so the profile's value wins. A `-c developer_instructions=…`
-        in `args` wins over both; `plan` handles that one, since it must also take it
-        out of the arguments. Trusted projects' `.codex/config.toml` layers are not
-        read yet (docs/launcher.md).
-        """
-        home = codex_home(probe.env)
-        profile = _profile(args)
-        chosen = None
-        if profile:
-            chosen = _instructions_in(probe, os.path.join(home, f"{profile}.config.toml"))
-        if chosen is None:
-            chosen = _instructions_in(probe, os.path.join(home, "config.toml"))
-        return () if chosen is None else (chosen,)
+        """The `developer_instructions` Codex would use without us, from all its layers
+        (`codex_layers`). A `-c developer_instructions=…` in `args` outranks them all; `plan`
+        takes that one, since it must also take it out of the arguments."""
+        if take_overrides(args, "developer_instructions")[1]:
+            return ()
+        found = developer_instructions(args, probe)
+        return () if found is None else (found,)
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None  # Codex names its threads; the launcher learns the id after the run
+
+    def session_files(self, env: Mapping[str, str]) -> SessionFiles | None:
+        return SessionFiles(os.path.join(codex_home(env), "sessions"), "rollout-*.jsonl",
+                            pick_thread)
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         positional = [arg for arg in request.args if not arg.startswith("-")]
@@ -142,10 +112,12 @@ class CodexAdapter:
                 "memory binding and protocol would be lost); use "
                 "`amux run --resume AMUX_SESSION_ID` (see `amux sessions list`)")
         memory = request.memory
+        # `exec --ephemeral` writes no rollout: there is no thread to learn or resume.
+        not_resumable = EPHEMERAL if "--ephemeral" in request.args else None
         if memory is None:
             return LaunchPlan([request.executable, *self._resume(request, list(request.args))],
-                              agent_session=request.agent_session)
-        args, given = _take_overrides(request.args, "developer_instructions")
+                              agent_session=request.agent_session, not_resumable=not_resumable)
+        args, given = take_overrides(request.args, "developer_instructions")
         user = [parse_toml_value(given[-1])] if given else list(request.user_instructions)
         instructions = request.frozen_instructions or merge_instructions(user, memory.protocol)
         overrides = [
@@ -160,7 +132,7 @@ class CodexAdapter:
                 *self._resume(request, args)]
         return LaunchPlan(argv, channel="mcp", instructions=instructions,
                           suppression={"config": list(SUPPRESSION)},
-                          agent_session=request.agent_session)
+                          agent_session=request.agent_session, not_resumable=not_resumable)
 
     @staticmethod
     def _resume(request: AgentRequest, args: list[str]) -> list[str]:
@@ -177,3 +149,108 @@ def _inline(env: dict[str, str]) -> tomlkit.items.InlineTable:
     table = tomlkit.inline_table()
     table.update(dict(sorted(env.items())))
     return table
+
+
+# -- which thread a run created ---------------------------------------------------------------
+
+NOT_RESUMABLE = "; this amux session cannot be resumed"
+_VALUE_OPTIONS = frozenset((
+    "-c", "--config", "--enable", "--disable", "--remote", "--remote-auth-token-env", "-i",
+    "--image", "-m", "--model", "--local-provider", "-p", "--profile", "-s", "--sandbox", "-C",
+    "--cd", "--add-dir", "-a", "--ask-for-approval", "--thread-source",
+    "--cyber-access-program", "--output-schema", "--color", "-o", "--output-last-message"))
+"""Codex 0.171 options that take a value (`codex --help`, `codex exec --help`)."""
+CLOCK_SLACK = 1.0
+"""Seconds a rollout's `session_meta` timestamp may lie outside the run (clock rounding)."""
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """A rollout's `session_meta`, as far as the choice of a thread needs it."""
+
+    id: str
+    cwd: str | None
+    started: float | None
+    originator: str | None
+    own: bool
+    """A thread of the launched Codex itself (not a sub-agent's), of the expected source."""
+    held: bool
+
+
+def pick_thread(run: FinishedRun) -> tuple[str | None, str | None]:
+    """(The id of the Codex thread `run` created, or None and a warning saying why)."""
+    args = run.argv[1:]
+    command = _subcommand(args)
+    expected_source = (take_option(args, ("--thread-source",))[1] or ["user"])[-1]
+    threads = [t for t in (_rollout(f, expected_source) for f in run.files)
+               if t is not None and t.own]
+    held = [t for t in threads if t.held]
+    if held:  # several: threads started one after another (`/new`): the last one
+        return max(held, key=lambda t: (t.started or 0.0, t.id)).id, None
+    if "--ephemeral" in args:
+        return None, EPHEMERAL
+    # An embedded Codex hosts its threads in the launched process tree: `exec` always, the
+    # interactive one whenever it has `-c` overrides (amux's memory launch always has).
+    embedded = command in ("exec", "e") or "--no-daemon" in args or any(
+        arg in ("-c", "--config") or arg.startswith("--config=") for arg in args)
+    if run.watched and embedded:
+        return None, ("Codex started no thread in this session (no prompt was sent?)"
+                      + NOT_RESUMABLE)
+    cwd = os.path.normpath(working_dir(args, run.cwd))
+    fits = [t for t in threads
+            if t.cwd is not None and os.path.normpath(t.cwd) == cwd
+            and t.started is not None
+            and run.started_at - CLOCK_SLACK <= t.started <= run.ended_at + CLOCK_SLACK
+            and (t.originator == "codex_exec") == (command in ("exec", "e"))]
+    if len(fits) == 1:
+        return fits[0].id, None
+    if fits:
+        return None, (f"could not tell which of {len(fits)} new Codex threads in {cwd} is "
+                      "this session's (another Codex ran there at the same time)"
+                      + NOT_RESUMABLE)
+    return None, "Codex recorded no thread for this session" + NOT_RESUMABLE
+
+
+def _rollout(found: SessionFile, expected_source: str) -> Rollout | None:
+    """The rollout's `session_meta`, None unless it is one naming the file's own id."""
+    try:
+        first = json.loads(found.first_line)
+    except ValueError:
+        return None
+    payload = first.get("payload") if isinstance(first, dict) else None
+    if first.get("type") != "session_meta" or not isinstance(payload, dict):
+        return None
+    thread = payload.get("id")
+    if not isinstance(thread, str) or not os.path.basename(found.path).endswith(
+            f"-{thread}.jsonl"):
+        return None
+    source, thread_source = payload.get("source"), payload.get("thread_source")
+    own = isinstance(source, str) and thread_source in (None, expected_source)
+    cwd, originator = payload.get("cwd"), payload.get("originator")
+    return Rollout(thread, cwd if isinstance(cwd, str) else None,
+                   _epoch(payload.get("timestamp")),
+                   originator if isinstance(originator, str) else None, own, found.held)
+
+
+def _epoch(stamp: object) -> float | None:
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return None
+
+
+def _subcommand(args: tuple[str, ...]) -> str | None:
+    """The first argument that is neither an option nor an option's value."""
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in _VALUE_OPTIONS:
+            index += 2
+            continue
+        if not arg.startswith("-"):
+            return arg
+        index += 1
+    return None
+

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from amux.adapters.base import AgentRequest, Channel, LaunchPlan, Probe
+from amux.adapters.base import AgentRequest, Channel, LaunchPlan, Probe, no_session_files
 
 
 class FallbackAdapter:
@@ -17,6 +17,8 @@ class FallbackAdapter:
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()
+
+    session_files = no_session_files
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None

@@ -35,6 +35,7 @@ from amux.adapters.base import (
     Probe,
     ResumeFlagRefused,
     merge_instructions,
+    no_session_files,
     refuse,
 )
 
@@ -121,6 +122,8 @@ class PiAdapter:
             texts = [] if found is None else [found]
         joined = "\n\n".join(texts)
         return (joined,) if joined else ()
+
+    session_files = no_session_files
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return os.path.join(state_dir, "pi-session.jsonl")

@@ -1,36 +1,162 @@
-"""Where Codex keeps its session rollouts, so the launcher can learn the id of the
-thread a run created (read only, never written)."""
+"""Learning the name an agent gave its own session, from the files it writes (read only).
+
+For an adapter with `session_files` (Codex), a new session's first run is watched: the
+session files are listed before the agent starts, the agent's process tree is polled
+while it runs for the ones it holds open, and they are listed again after it exits. The
+files that are new, with their first lines and whether the agent held them, go to the
+adapter's `pick`, which names the session or says why it cannot; what the files mean is
+the adapter's knowledge, not the launcher's.
+
+Polling is cheap on Linux (`/proc/<pid>/task/*/children` and `/proc/<pid>/fd` of the
+tree only, ~0.5 ms), every `POLL_INTERVALS` seconds: often at first, when a short
+`codex exec` holds its rollout for a few hundred milliseconds, then rarely, for an
+interactive session whose thread starts at its first prompt. Elsewhere psutil walks the
+tree. A tree that cannot be read (permissions) marks the run as not watched, which the
+adapter takes into account.
+"""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+import fnmatch
+import os
+import threading
+import time
 from pathlib import Path
 
-from amux.adapters import codex
+from amux.adapters.base import FinishedRun, SessionFile, SessionFiles
+
+POLL_INTERVALS = ((2.0, 0.05), (20.0, 0.25), (float("inf"), 1.0))
+"""(until this many seconds into the run, poll every this many seconds)."""
+FIRST_LINE_LIMIT = 1 << 20
 
 
-def codex_home(env: Mapping[str, str]) -> Path:
-    return Path(codex.codex_home(env))
+class SessionWatch:
+    """One run of the agent, watched for the session files of `spec`."""
 
+    def __init__(self, spec: SessionFiles) -> None:
+        self.spec = spec
+        self._root = os.path.realpath(spec.directory)
+        self._before = self._listing()
+        self._held: set[str] = set()
+        self._watched = False
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.started_at = time.time()
 
-def codex_rollouts(env: Mapping[str, str]) -> set[Path]:
-    """The session rollout files Codex has written so far."""
-    root = codex_home(env) / "sessions"
-    return set(root.rglob("rollout-*.jsonl")) if root.is_dir() else set()
+    def start(self, pid: int) -> None:
+        """Start polling the tree of the agent `pid` (supervise()'s `on_start`)."""
+        self._thread = threading.Thread(target=self._poll, args=(pid,), daemon=True,
+                                        name="amux-session-watch")
+        self._thread.start()
 
+    def finish(self, argv: list[str], cwd: str) -> tuple[str | None, str | None]:
+        """After the agent exited: the adapter's pick of the session it created (nothing if
+        the agent never started)."""
+        if self._thread is None:
+            return None, None
+        ended_at = time.time()
+        self._stop.set()
+        self._thread.join()
+        new = (self._listing() | self._held) - self._before
+        files = tuple(SessionFile(path, _first_line(path), path in self._held)
+                      for path in sorted(new))
+        return self.spec.pick(FinishedRun(tuple(argv), cwd, self.started_at, ended_at,
+                                          self._watched, files))
 
-def codex_new_session(before: set[Path], env: Mapping[str, str]) -> str | None:
-    """The id of the thread a run created: the newest rollout file not seen before."""
-    new = sorted(codex_rollouts(env) - before, key=lambda path: path.stat().st_mtime)
-    for path in reversed(new):
+    def _poll(self, pid: int) -> None:
+        begun = time.monotonic()
+        while True:
+            held = open_files(pid)
+            if held is None:  # the tree cannot be read: say so rather than miss a file
+                self._watched = False
+                return
+            self._watched = True
+            self._held |= {path for path in held if self._matches(path)}
+            elapsed = time.monotonic() - begun
+            interval = next(every for until, every in POLL_INTERVALS if elapsed < until)
+            if self._stop.wait(interval):
+                return
+
+    def _matches(self, path: str) -> bool:
+        return (path.startswith(self._root + os.sep)
+                and fnmatch.fnmatch(os.path.basename(path), self.spec.pattern))
+
+    def _listing(self) -> set[str]:
+        root = Path(self._root)
         try:
-            with path.open(encoding="utf-8") as handle:
-                first = json.loads(handle.readline())
-        except (OSError, ValueError):
-            continue
-        payload = first.get("payload") if isinstance(first, dict) else None
-        if isinstance(payload, dict) and isinstance(payload.get("id"), str):
-            return str(payload["id"])
-    return None
+            return {str(path) for path in root.rglob(self.spec.pattern) if path.is_file()}
+        except OSError:
+            return set()
 
+
+def open_files(pid: int) -> set[str] | None:
+    """The paths open in `pid` and its descendants (empty once it is gone), None if they
+    cannot be read."""
+    if os.path.exists(f"/proc/self/task/{os.getpid()}/children"):
+        return _proc_fds(_proc_tree(pid))
+    return _psutil_files(pid)
+
+
+def _proc_tree(pid: int) -> list[int]:
+    """`pid` and its descendants, from the `children` files of /proc."""
+    tree, index = [pid], 0
+    while index < len(tree):
+        current = tree[index]
+        index += 1
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:  # gone
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children", encoding="ascii") as handle:
+                    tree += [int(child) for child in handle.read().split()]
+            except OSError:  # the thread or the process ended meanwhile
+                continue
+    return tree
+
+
+def _proc_fds(tree: list[int]) -> set[str] | None:
+    paths: set[str] = set()
+    for pid in tree:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except FileNotFoundError:  # gone
+            continue
+        except PermissionError:
+            return None
+        for fd in fds:
+            try:
+                paths.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except OSError:  # closed meanwhile
+                continue
+    return paths
+
+
+def _psutil_files(pid: int) -> set[str] | None:
+    import psutil  # not needed where /proc answers
+
+    try:
+        root = psutil.Process(pid)
+        tree = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return set()
+    except psutil.Error:
+        return None
+    paths: set[str] = set()
+    for process in tree:
+        try:
+            paths |= {entry.path for entry in process.open_files()}
+        except psutil.NoSuchProcess:
+            continue
+        except psutil.Error:
+            return None
+    return paths
+
+
+def _first_line(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return handle.readline(FIRST_LINE_LIMIT).decode("utf-8", "replace")
+    except OSError:
+        return ""

@@ -27,6 +27,7 @@ from amux.adapters.fallback import FallbackAdapter
 from amux.client.wire import ClientError
 from amux.launcher import agent_config, planfiles, rundirs, state, wiring
 from amux.launcher.probe import SystemProbe
+from amux.launcher.supervise import RunAs
 from amux.materializer.rundir import materialize, memory_dir, remove
 from amux.materializer.target import Target, isolated_env
 from amux.memory.durable import write_file_atomic
@@ -193,11 +194,17 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
             mcp = bin_dir / "amux"
         memory = Memory(protocol=session.protocol, mcp_command=(str(mcp), "memory", "mcp"),
                         env={"AMUX_MEMORY_CONFIG": str(config)}, bin_dir=str(bin_dir))
+    # The user's own instructions matter only to merge the protocol after them; a dry run
+    # starts nothing, not even the agent to ask it, and an isolated run asks as the target.
+    run_as = None if target is None else RunAs(target.uid, target.gid, target.groups)
+    probe = SystemProbe(base_env, os.getcwd(), run_as=run_as,
+                        executable=None if request.dry_run else executable)
     try:
-        user = (adapter.user_instructions(tuple(request.args), SystemProbe(base_env, os.getcwd()))
-                if new else ())
+        user = (adapter.user_instructions(tuple(request.args), probe)
+                if new and memory is not None else ())
     except ValueError as problem:
         raise ClientError("invalid_argument", str(problem)) from None
+    warnings += probe.warnings
     plan = adapter.plan(AgentRequest(
         executable=executable, args=tuple(request.args), memory=memory,
         user_instructions=user,
@@ -254,7 +261,7 @@ def _env_changes(prepared: Prepared) -> dict[str, str | None]:
 
 def launch(home: Path, request: RunRequest) -> int:
     """Run the agent to completion; its exit status (128+N when killed by signal N)."""
-    from amux.launcher.supervise import AgentNotStarted, RunAs, supervise
+    from amux.launcher.supervise import AgentNotStarted, supervise
 
     client = wiring.installed_client()
     prepared = prepare(home, request, client)
@@ -283,18 +290,18 @@ def launch(home: Path, request: RunRequest) -> int:
         if plan.path:
             env["PATH"] = os.pathsep.join([*plan.path, prepared.base_env.get("PATH",
                                                                            os.defpath)])
-        rollouts = (agent_config.codex_rollouts(env) if prepared.adapter.name == "codex"
-                    else set())
+        files = (prepared.adapter.session_files(env) if prepared.new and session.resumable
+                 and session.agent_session is None else None)
+        watch = agent_config.SessionWatch(files) if files is not None else None
         run_as = None if target is None else RunAs(target.uid, target.gid, target.groups)
         try:
-            return supervise(plan.argv, env, run_as=run_as)
+            return supervise(plan.argv, env, run_as=run_as,
+                             on_start=None if watch is None else watch.start)
         except AgentNotStarted as problem:
             raise ClientError("invalid_argument", str(problem)) from None
         finally:
-            if prepared.adapter.name == "codex" and session.agent_session is None:
-                session.agent_session = agent_config.codex_new_session(rollouts, env)
-                if session.agent_session is not None:
-                    state.save(home, session)
+            if watch is not None:
+                _learn_session(home, session, watch, plan.argv)
     finally:
         unrevoked = wiring.unwire(wired) if wired is not None else None
         if grant is not None:
@@ -303,6 +310,19 @@ def launch(home: Path, request: RunRequest) -> int:
                 remove(run_dir)  # else kept, so the next launch revokes the token
         if unrevoked:
             _warn(unrevoked)
+
+
+def _learn_session(home: Path, session: state.SessionState, watch: agent_config.SessionWatch,
+                   argv: list[str]) -> None:
+    """Record the agent's own session that its first run created, as the adapter picks it
+    from what the watch saw; none, and a warning, when it cannot tell."""
+    ref, warning = watch.finish(argv, os.getcwd())
+    session.agent_session = ref
+    if warning:
+        _warn(warning)
+        session.warnings.append(warning)
+    if ref is not None or warning:
+        state.save(home, session)
 
 
 def _wire(home: Path, prepared: Prepared, client: Path) -> wiring.Wired | None:

@@ -1,8 +1,12 @@
-"""The adapters' impure hooks, driven through a fake `Probe` (no files, no processes)."""
+"""The adapters' impure hooks, driven through a fake `Probe` (no files, no processes), and the
+real `SystemProbe`. Codex's config layers: tests/adapters/test_codex_layers.py."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -12,16 +16,21 @@ from amux.launcher.probe import SystemProbe
 
 
 class FakeProbe:
-    """Files from a dict; commands answered from a dict of argv tuples."""
+    """Files from a dict; commands answered from a dict of argv tuples (recorded in `ran`
+    with their stdin); warnings collected in `warnings`."""
 
     def __init__(self, files: dict[str, str], env: Mapping[str, str] | None = None,
                  cwd: str = "/work/project",
-                 commands: dict[tuple[str, ...], tuple[int, str, str]] | None = None) -> None:
+                 commands: dict[tuple[str, ...], tuple[int, str, str]] | None = None,
+                 executable: str | None = None) -> None:
         self.files = files
         self._env = dict(env or {"HOME": "/home/u"})
         self._cwd = cwd
         self.commands = commands or {}
+        self._executable = executable
         self.read: list[str] = []
+        self.ran: list[tuple[tuple[str, ...], str]] = []
+        self.warnings: list[str] = []
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -31,14 +40,21 @@ class FakeProbe:
     def cwd(self) -> str:
         return self._cwd
 
+    @property
+    def executable(self) -> str | None:
+        return self._executable
+
     def read_text(self, path: str) -> str | None:
         self.read.append(path)
         return self.files.get(path)
 
-    def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float) -> (
-        tuple[int, str, str] | None
-    ):
+    def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float,
+            until: Callable[[str], bool] | None = None) -> tuple[int, str, str] | None:
+        self.ran.append((tuple(argv), stdin))
         return self.commands.get(tuple(argv))
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
 
 
 def test_codex_instructions_from_config_and_profile() -> None:
@@ -69,3 +85,45 @@ def test_the_system_probe_reads_files_and_runs_commands(tmp_path: Path) -> None:
     assert probe.run(["sh", "-c", 'echo "$X $(pwd)"; echo err >&2'], timeout=10) == (
         0, f"1 {tmp_path}\n", "err\n")
     assert probe.run(["/nonexistent/binary"], timeout=10) is None
+
+
+SLOW_ANSWER = """import sys, threading, time, os
+def answer(line):
+    time.sleep(0.3)
+    print("got " + line.strip(), flush=True)
+for line in sys.stdin:
+    threading.Thread(target=answer, args=(line,), daemon=True).start()
+os._exit(0)
+"""
+"""A server like `codex app-server`: it answers a little later, but stops at end of input."""
+
+
+def test_the_system_probe_keeps_stdin_open_until_the_answer(tmp_path: Path) -> None:
+    probe = SystemProbe({"PATH": "/usr/bin:/bin"}, str(tmp_path))
+    argv = [sys.executable, "-c", SLOW_ANSWER]
+    assert probe.run(argv, stdin="hello\n", timeout=10) == (0, "", "")  # ended unanswered
+    done = probe.run(argv, stdin="hello\n", timeout=10, until=lambda out: out.startswith("got"))
+    assert done == (0, "got hello\n", "")
+
+
+def test_the_system_probe_kills_what_outlives_its_timeout(tmp_path: Path) -> None:
+    probe = SystemProbe({"PATH": "/usr/bin:/bin"}, str(tmp_path))
+    started = time.monotonic()
+    pid_file = tmp_path / "pid"
+    assert probe.run(["sh", "-c", f"sleep 30 & echo $! > {pid_file}; wait"], timeout=0.5,
+                     until=lambda line: False) is None
+    assert time.monotonic() - started < 5
+    pid = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(pid)  # the whole process group went, not only `sh`
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie waiting for init counts as gone
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"

@@ -1,27 +1,107 @@
-"""Learning the thread a Codex run created from its rollouts (read, never written)."""
+"""Watching a new session's first run for the session files the agent writes
+(amux/launcher/agent_config.py): the files it held open, the ones that are new, their first
+lines, handed to the adapter's pick; never the files that were there before."""
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from amux.launcher.agent_config import codex_new_session, codex_rollouts
+from amux.adapters.base import FinishedRun, SessionFiles
+from amux.launcher.agent_config import SessionWatch, _proc_fds, _proc_tree, _psutil_files
+
+HOLDER = """import sys, time
+with open(sys.argv[1], "w") as held:
+    held.write(sys.argv[2] + "\\n")
+    held.flush()
+    time.sleep(float(sys.argv[3]))
+"""
+"""Writes a session file, holds it open for a while, then exits (as Codex holds its rollout)."""
 
 
-def test_the_new_rollout_names_the_thread(tmp_path: Path) -> None:
-    env = {"CODEX_HOME": str(tmp_path)}
-    day = tmp_path / "sessions" / "2026" / "11" / "30"
-    day.mkdir(parents=True)
-    old = day / "rollout-2026-11-30T05-00-00-old.jsonl"
-    old.write_text(json.dumps({"type": "session_meta", "payload": {"id": "old"}}) + "\n")
-    before = codex_rollouts(env)
-    assert codex_new_session(before, env) is None
-    new = day / "rollout-2026-11-30T05-01-00-new.jsonl"
-    new.write_text(json.dumps({"type": "session_meta", "payload": {"id": "thread-7"}}) + "\n")
-    assert codex_new_session(before, env) == "thread-7"
+class Seen:
+    """A pick that keeps what it was shown."""
 
+    def __init__(self) -> None:
+        self.run: FinishedRun | None = None
+
+    def __call__(self, run: FinishedRun) -> tuple[str | None, str | None]:
+        self.run = run
+        return "picked", None
+
+
+def watched_run(sessions: Path, *children: tuple[str, float]) -> FinishedRun:
+    """Start a shell whose children each write and hold one session file; watch it."""
+    seen = Seen()
+    watch = SessionWatch(SessionFiles(str(sessions), "rollout-*.jsonl", seen))
+    script = " & ".join(f"{sys.executable} -c '{HOLDER}' {sessions}/{name} first-{name} {hold}"
+                        for name, hold in children) + " & wait"
+    agent = subprocess.Popen(["sh", "-c", script])
+    watch.start(agent.pid)
+    assert agent.wait(30) == 0
+    assert watch.finish(["agent", "--flag"], "/work") == ("picked", None)
+    assert seen.run is not None
+    return seen.run
+
+
+def test_the_watch_shows_new_files_and_which_the_agents_tree_held(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    (sessions / "2026" / "12").mkdir(parents=True)
+    old = sessions / "2026" / "12" / "rollout-old.jsonl"
+    old.write_text("old\n")
+    before = time.time()
+    run = watched_run(sessions, ("2026/12/rollout-held.jsonl", 1.0),
+                      ("rollout-brief.jsonl", 0.0), ("other.txt", 1.0))
+    by_name = {Path(f.path).name: f for f in run.files}
+    assert set(by_name) == {"rollout-held.jsonl", "rollout-brief.jsonl"}  # not old, not other
+    assert by_name["rollout-held.jsonl"].held is True  # held by a grandchild, for 1 s
+    assert by_name["rollout-held.jsonl"].first_line == "first-2026/12/rollout-held.jsonl\n"
+    assert run.watched is True and run.argv == ("agent", "--flag") and run.cwd == "/work"
+    assert before <= run.started_at <= run.ended_at <= time.time()
+
+
+def test_a_file_written_behind_the_agents_back_is_new_but_not_held(tmp_path: Path) -> None:
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    seen = Seen()
+    watch = SessionWatch(SessionFiles(str(sessions), "rollout-*.jsonl", seen))
+    agent = subprocess.Popen(["sleep", "0.5"])
+    watch.start(agent.pid)
+    (sessions / "rollout-theirs.jsonl").write_text(json.dumps({"type": "session_meta"}) + "\n")
+    agent.wait(30)
+    watch.finish(["agent"], "/work")
+    assert seen.run is not None
+    [theirs] = seen.run.files
+    assert theirs.held is False and theirs.first_line.startswith('{"type"')
+
+
+def test_an_agent_that_never_started_is_not_picked_for(tmp_path: Path) -> None:
+    seen = Seen()
+    watch = SessionWatch(SessionFiles(str(tmp_path), "rollout-*.jsonl", seen))
+    assert watch.finish(["agent"], "/work") == (None, None) and seen.run is None
+
+
+def test_proc_and_psutil_see_the_same_open_files(tmp_path: Path) -> None:
+    target = tmp_path / "held.txt"
+    agent = subprocess.Popen(["sh", "-c", f"{sys.executable} -c '{HOLDER}' {target} x 2 & wait"])
+    try:
+        deadline = time.monotonic() + 10
+        while not target.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)
+        by_proc = _proc_fds(_proc_tree(agent.pid))
+        by_psutil = _psutil_files(agent.pid)
+        assert by_proc is not None and by_psutil is not None
+        assert str(target) in by_proc and str(target) in by_psutil
+        assert len(_proc_tree(agent.pid)) == 2  # the shell and its child
+    finally:
+        agent.wait(30)
+    assert _proc_fds(_proc_tree(agent.pid)) == set()  # gone: nothing held, not unreadable
 
 
 @pytest.mark.parametrize("stream", ["stdout", "stderr"])
