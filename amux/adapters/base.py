@@ -196,6 +196,18 @@ def merge_instructions(user: list[str], protocol: str | None) -> str | None:
     return "\n\n".join(parts) if parts else None
 
 
+def ignored_on_resume(request: AgentRequest, flag: str, given: list[str],
+                      fresh: str | None) -> list[str]:
+    """A resume keeps the frozen instructions byte for byte; instructions given again
+    after `--` are ignored, and the launch says so once, unless `fresh` (what they would
+    have merged into) equals the frozen text."""
+    if request.frozen_instructions is None or not given or fresh == request.frozen_instructions:
+        return []
+    shown = ", ".join(repr(value[:60] + ("…" if len(value) > 60 else "")) for value in given)
+    return [f"{flag} {shown} ignored: a resumed session keeps the instructions it started "
+            "with (see `amux sessions show`); start a new session to change them"]
+
+
 def take_option(args: tuple[str, ...], names: tuple[str, ...]) -> tuple[list[str], list[str]]:
     """(remaining args, values of every `--name VALUE` / `--name=VALUE` occurrence)."""
     rest: list[str] = []

@@ -33,6 +33,7 @@ from amux.adapters.base import (
     Channel,
     LaunchPlan,
     Probe,
+    ignored_on_resume,
     merge_instructions,
     no_session_files,
     refuse,
@@ -65,8 +66,9 @@ class ClaudeAdapter:
         if memory is None:  # the agent's own policy, untouched; only our session id added
             argv = [request.executable, *self._session(request), *request.args]
             return LaunchPlan(argv, agent_session=request.agent_session)
-        instructions = request.frozen_instructions or merge_instructions(
-            appended, memory.protocol)
+        fresh = merge_instructions(appended, memory.protocol)
+        instructions = request.frozen_instructions or fresh
+        ignored = ignored_on_resume(request, "--append-system-prompt", appended, fresh)
         server = {"type": "stdio", "command": memory.mcp_command[0],
                   "args": list(memory.mcp_command[1:]), "env": dict(memory.env),
                   "alwaysLoad": True}
@@ -77,7 +79,8 @@ class ClaudeAdapter:
                 f"--allowedTools={allowed}", *args]
         env = {DISABLE_AUTO_MEMORY: "1"}
         return LaunchPlan(argv, env=env, channel="mcp", instructions=instructions,
-                          suppression={"env": env}, agent_session=request.agent_session)
+                          suppression={"env": env}, agent_session=request.agent_session,
+                          warnings=ignored)
 
     @staticmethod
     def _session(request: AgentRequest) -> list[str]:

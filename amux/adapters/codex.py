@@ -44,6 +44,7 @@ from amux.adapters.base import (
     ResumeFlagRefused,
     SessionFile,
     SessionFiles,
+    ignored_on_resume,
     merge_instructions,
     take_option,
 )
@@ -119,7 +120,10 @@ class CodexAdapter:
                               agent_session=request.agent_session, not_resumable=not_resumable)
         args, given = take_overrides(request.args, "developer_instructions")
         user = [parse_toml_value(given[-1])] if given else list(request.user_instructions)
-        instructions = request.frozen_instructions or merge_instructions(user, memory.protocol)
+        fresh = merge_instructions(user, memory.protocol)
+        instructions = request.frozen_instructions or fresh
+        ignored = ignored_on_resume(request, "-c developer_instructions=",
+                                    [parse_toml_value(value) for value in given], fresh)
         overrides = [
             f"developer_instructions={toml_value(instructions)}",
             *SUPPRESSION,
@@ -132,7 +136,8 @@ class CodexAdapter:
                 *self._resume(request, args)]
         return LaunchPlan(argv, channel="mcp", instructions=instructions,
                           suppression={"config": list(SUPPRESSION)},
-                          agent_session=request.agent_session, not_resumable=not_resumable)
+                          agent_session=request.agent_session, not_resumable=not_resumable,
+                          warnings=ignored)
 
     @staticmethod
     def _resume(request: AgentRequest, args: list[str]) -> list[str]:

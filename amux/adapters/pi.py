@@ -34,6 +34,7 @@ from amux.adapters.base import (
     LaunchPlan,
     Probe,
     ResumeFlagRefused,
+    ignored_on_resume,
     merge_instructions,
     no_session_files,
     refuse,
@@ -131,7 +132,7 @@ class PiAdapter:
     def plan(self, request: AgentRequest) -> LaunchPlan:
         refuse(request.args, ("--session", "--continue", "-c", "--resume", "-r", "--fork",
                               "--session-dir"), "Pi")
-        args, _, no_session = _options(request.args)
+        args, appended, no_session = _options(request.args)
         if no_session and request.resume:
             raise ResumeFlagRefused(
                 "--no-session would start a new, ephemeral Pi session instead of resuming "
@@ -146,6 +147,10 @@ class PiAdapter:
                               agent_session=agent_session, not_resumable=not_resumable)
         instructions = request.frozen_instructions or merge_instructions(
             list(request.user_instructions), memory.protocol) or ""
+        # Taken literally: a value naming a file (which a plan does not read) is reported
+        # even when its text is unchanged, since the plan cannot tell.
+        ignored = ignored_on_resume(request, APPEND, appended,
+                                    merge_instructions(appended, memory.protocol))
         files = {}
         value = instructions  # in argv only for a caller that gives the plan no directory
         if request.files_dir is not None:
@@ -154,4 +159,4 @@ class PiAdapter:
         argv = [request.executable, *session, APPEND, value, *args]
         return LaunchPlan(argv, env=dict(memory.env), path=[memory.bin_dir], channel="cli",
                           instructions=instructions, files=files, agent_session=agent_session,
-                          not_resumable=not_resumable)
+                          not_resumable=not_resumable, warnings=ignored)

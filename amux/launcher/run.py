@@ -295,13 +295,15 @@ def launch(home: Path, request: RunRequest) -> int:
         watch = agent_config.SessionWatch(files) if files is not None else None
         run_as = None if target is None else RunAs(target.uid, target.gid, target.groups)
         try:
-            return supervise(plan.argv, env, run_as=run_as,
-                             on_start=None if watch is None else watch.start)
+            status = supervise(plan.argv, env, run_as=run_as,
+                               on_start=None if watch is None else watch.start)
         except AgentNotStarted as problem:
             raise ClientError("invalid_argument", str(problem)) from None
         finally:
             if watch is not None:
                 _learn_session(home, session, watch, plan.argv)
+        print(closing_line(session, status), file=sys.stderr, flush=True)
+        return status
     finally:
         unrevoked = wiring.unwire(wired) if wired is not None else None
         if grant is not None:
@@ -310,6 +312,17 @@ def launch(home: Path, request: RunRequest) -> int:
                 remove(run_dir)  # else kept, so the next launch revokes the token
         if unrevoked:
             _warn(unrevoked)
+
+
+def closing_line(session: state.SessionState, status: int) -> str:
+    """What amux says when the agent ended: the amux session and how to resume it. The
+    agent's own resume hint (`claude --resume <uuid>`) would bypass the frozen state."""
+    ended = f"amux run: session {session.id} ended (exit {status})"
+    if not session.resumable:
+        return f"{ended}; it cannot be resumed: {session.not_resumable_reason}"
+    if session.agent_session is None and session.adapter != "fallback":
+        return f"{ended}; it cannot be resumed: {session.adapter}'s own session id is unknown"
+    return f"{ended}; resume it with: amux run --resume {session.id}"
 
 
 def _learn_session(home: Path, session: state.SessionState, watch: agent_config.SessionWatch,

@@ -170,3 +170,20 @@ def test_claude_sdk_sidecars_get_the_same_text_tools_and_environment() -> None:
     assert options["env"] == {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}
     assert list(options["mcpServers"]) == ["amux"]  # type: ignore[call-overload]
     assert len(options["allowedTools"]) == 5  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("name", "again", "fragment"), [
+    ("claude", ["--append-system-prompt", "theirs", "-p", "x"], "--append-system-prompt 'theirs'"),
+    ("codex", ["-c", 'developer_instructions="theirs"', "exec", "x"],
+     "-c developer_instructions= 'theirs'"),
+    ("pi", ["--append-system-prompt", "theirs", "-p", "x"], "--append-system-prompt 'theirs'"),
+])
+def test_instructions_given_again_on_resume_are_reported_not_merged(
+        name: str, again: list[str], fragment: str) -> None:
+    first = plan(name)
+    assert not first.warnings
+    resumed = plan(name, resume=True, frozen=first.instructions, args=again)
+    assert resumed.instructions == first.instructions  # byte for byte
+    assert len(resumed.warnings) == 1 and fragment in resumed.warnings[0]
+    assert "start a new session to change them" in resumed.warnings[0]
+    assert not plan(name, resume=True, frozen=first.instructions).warnings  # none given

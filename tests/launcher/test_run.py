@@ -350,3 +350,40 @@ def test_cleanup_runs_however_the_agent_ends(hub: HubProcess, launcher: Launcher
     with pytest.raises(ProcessLookupError):
         os.kill(agent, 0)
     assert_cleaned_up(hub, tokens_before)
+
+
+def test_amux_names_the_session_and_its_resume_command_when_the_agent_ends(
+        hub: HubProcess, launcher: Launcher) -> None:
+    """Claude prints `claude --resume <uuid>` on exit, which bypasses the frozen state;
+    amux's own last line names the amux session and the command that keeps it."""
+    enable(hub)
+    done = launcher.run("claude", "--", "-p", "one", env={"FAKE_AGENT_EXIT": "3"})
+    assert done.returncode == 3
+    [session] = launcher.sessions()
+    assert done.stderr.splitlines()[-1] == (
+        f"amux run: session {session.name} ended (exit 3); resume it with: "
+        f"amux run --resume {session.name}")
+    dry = launcher.run("--dry-run", "claude", "--", "-p", "x")
+    assert "ended (exit" not in dry.stderr + dry.stdout  # not in the dry-run's output
+
+
+def test_instructions_given_again_on_resume_are_ignored_with_one_warning(
+        hub: HubProcess, launcher: Launcher) -> None:
+    enable(hub)
+    assert launcher.run("claude", "--", "-p", "one", "--append-system-prompt",
+                        "mine").returncode == 0
+    [session] = launcher.sessions()
+    same = launcher.run("--resume", session.name, "--", "-p", "two",
+                        "--append-system-prompt", "mine")
+    assert same.returncode == 0 and "ignored" not in same.stderr  # nothing lost: no warning
+    changed = launcher.run("--resume", session.name, "--", "-p", "three",
+                           "--append-system-prompt", "theirs")
+    assert changed.returncode == 0, changed.stderr
+    warnings = [line for line in changed.stderr.splitlines() if "ignored" in line]
+    assert warnings == [
+        "amux run: warning: --append-system-prompt 'theirs' ignored: a resumed session keeps "
+        "the instructions it started with (see `amux sessions show`); start a new session "
+        "to change them"]
+    first, _second, third = launcher.records()
+    prompt = [a for a in first["argv"] if a.startswith("--append-system-prompt=")]
+    assert prompt == [a for a in third["argv"] if a.startswith("--append-system-prompt=")]
