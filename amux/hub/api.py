@@ -188,6 +188,10 @@ class HubApi:
             raise MemoryDisabled(
                 "memory is disabled on this Hub (memory.enabled = false); files are kept"
             )
+        return self._bound_scope(request, credential)
+
+    def _bound_scope(self, request: Request, credential: Credential) -> Scope:
+        """The caller's scope now, whether or not memory is on; refuses differing bindings."""
         identity = Identity(credential.principal)
         scope = resolve_scope(identity, isolation=self.config.isolation_enabled)
         check_binding(credential, scope, request.binding)
@@ -245,7 +249,9 @@ class HubApi:
         expected = body.get("binding")
         if expected is not None:
             expected = check_binding_value(expected)
-        scope = self._scope(request, credential)
+        # Memory may be off: a resumed session's calls then fail with memory_disabled and
+        # work again once it is back on (SPEC §3), so its token is issued all the same.
+        scope = self._bound_scope(request, credential)
         check_binding(credential, scope, expected)
         issued = self.registry.delegate(credential.principal, scope.binding, ttl)
         return {**issued.to_wire(), "binding": issued.binding, "expires_at": issued.expires_at}
