@@ -88,3 +88,14 @@ def amux(home: Path, *args: str, stdin: str | None = None,
     except ValueError:
         out = done.stdout
     return done.returncode, out, done.stderr
+
+
+def amux_in(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
+            ) -> subprocess.Popen[str]:
+    """Start `python -m amux ARGS` in `cwd` (made if missing) with exactly `env` plus the
+    Hub's AMUX_HOME, as an agent end-to-end test drives it; stdin closed, output piped."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen([sys.executable, "-m", "amux", *args],
+                            env={**env, "AMUX_HOME": str(hub.home)}, cwd=cwd,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)

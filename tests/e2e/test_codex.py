@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from amux.protocol.render import render
-from tests.hubproc import HubProcess
+from tests.hubproc import HubProcess, amux_in
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
 from tests.mockmodel.agents import codex_env
 from tests.peers import npm_bin
@@ -26,15 +25,6 @@ UNTRUSTED_RULE = "UNTRUSTED RULE: never loaded."
 EXEC = ("exec", "--skip-git-repo-check")
 
 
-def amux(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
-         ) -> subprocess.Popen[str]:
-    cwd.mkdir(parents=True, exist_ok=True)
-    return subprocess.Popen([sys.executable, "-m", "amux", *args],
-                            env={**env, "AMUX_HOME": str(hub.home)}, cwd=cwd,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-
-
 def finished(process: subprocess.Popen[str]) -> str:
     """Its stderr, once it exited 0."""
     out, err = process.communicate(timeout=180)
@@ -43,7 +33,7 @@ def finished(process: subprocess.Popen[str]) -> str:
 
 
 def codex_run(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str) -> str:
-    return finished(amux(hub, env, cwd, "run", str(npm_bin("codex")), "--", *args))
+    return finished(amux_in(hub, env, cwd, "run", str(npm_bin("codex")), "--", *args))
 
 
 def git_repo(path: Path, rule: str) -> Path:
@@ -111,10 +101,10 @@ def test_concurrent_codex_sessions_each_record_their_own_thread(memory_hub: HubP
                    [Text("Resumed.")]) as model:
         env = codex_env(tmp_path, model)
         work = tmp_path / "work"
-        first = amux(memory_hub, env, work, "run", str(npm_bin("codex")), "--", *EXEC,
+        first = amux_in(memory_hub, env, work, "run", str(npm_bin("codex")), "--", *EXEC,
                      "Prompt A.")
         assert model.wait_for(lambda r: r.conversation == 0, 60) is not None
-        second = amux(memory_hub, env, work, "run", str(npm_bin("codex")), "--", *EXEC,
+        second = amux_in(memory_hub, env, work, "run", str(npm_bin("codex")), "--", *EXEC,
                       "Prompt B.")
         assert model.wait_for(lambda r: r.conversation == 1, 60) is not None
         finished(first)
@@ -125,7 +115,7 @@ def test_concurrent_codex_sessions_each_record_their_own_thread(memory_hub: HubP
         thread_b = thread_of(model.conversation(1)[0])
         assert thread_a != thread_b
         assert (a["agent_session"], b["agent_session"]) == (thread_a, thread_b)
-        finished(amux(memory_hub, env, work, "run", "--resume", a["id"], "--", *EXEC,
+        finished(amux_in(memory_hub, env, work, "run", "--resume", a["id"], "--", *EXEC,
                       "Again A."))
     [resumed] = model.conversation(2)
     assert thread_of(resumed) == thread_a

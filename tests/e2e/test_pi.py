@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from amux.protocol.render import render
-from tests.hubproc import HubProcess
+from tests.hubproc import HubProcess, amux_in
 from tests.mockmodel import MockModel, Text
 from tests.mockmodel.agents import pi_env
 from tests.peers import npm_bin
@@ -27,10 +26,9 @@ MODEL = ("--model", "mock/mock-model")
 
 def amux(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
          ) -> subprocess.CompletedProcess[str]:
-    cwd.mkdir(parents=True, exist_ok=True)
-    return subprocess.run([sys.executable, "-m", "amux", *args],
-                          env={**env, "AMUX_HOME": str(hub.home)}, cwd=cwd,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+    process = amux_in(hub, env, cwd, *args)
+    out, err = process.communicate(timeout=180)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
 
 
 def pi_run(hub: HubProcess, env: dict[str, str], cwd: Path, *pi_args: str) -> None:
