@@ -1,8 +1,9 @@
-"""The Hub daemon: the one online writer of a memory root (SPEC §2–4).
+"""The Hub: the one online writer of a memory root (SPEC §2–4).
 
-Built so far (issue 3 in progress): `config` (config.toml) and `identities`
-(principals, aliases, hashed tokens, delegated bindings). Still to come: the
-HTTP/1.1 JSON server on the owner socket, shared socket and TLS listener, and the
-request layer that authenticates, resolves scopes and maps `amux.memory.errors`
-to HTTP statuses. Imports `amux.memory`; never launches or knows agents.
+`server` (the process: listeners in verified directories, pid file, owner
+credential, signals), `loop` and `http` (one event loop over every listener, h11
+framing, caps before authentication), `api` (authenticate, recompute the scope,
+check bindings, Appendix A errors), `identities`, `config`, `control` (start,
+stop, status, on-demand start), `sockdir`, `pidfile`, `paths`. Imports
+`amux.memory`; never launches or knows agents. docs/hub.md, docs/security.md.
 """
