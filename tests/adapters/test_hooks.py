@@ -15,34 +15,20 @@ from amux.adapters import ADAPTERS
 from amux.launcher.probe import SystemProbe
 
 
-class FakeProbe:
-    """Files from a dict; commands answered from a dict of argv tuples (recorded in `ran`
-    with their stdin); warnings collected in `warnings`."""
+class FakeProbe(SystemProbe):
+    """The real probe's surroundings (env, cwd, executable, warnings) with files from a
+    dict and commands answered from a dict of argv tuples (recorded in `ran` with their
+    stdin): nothing is read from disk or run."""
 
     def __init__(self, files: dict[str, str], env: Mapping[str, str] | None = None,
                  cwd: str = "/work/project",
                  commands: dict[tuple[str, ...], tuple[int, str, str]] | None = None,
                  executable: str | None = None) -> None:
+        super().__init__(env or {"HOME": "/home/u"}, cwd, executable=executable)
         self.files = files
-        self._env = dict(env or {"HOME": "/home/u"})
-        self._cwd = cwd
         self.commands = commands or {}
-        self._executable = executable
         self.read: list[str] = []
         self.ran: list[tuple[tuple[str, ...], str]] = []
-        self.warnings: list[str] = []
-
-    @property
-    def env(self) -> Mapping[str, str]:
-        return self._env
-
-    @property
-    def cwd(self) -> str:
-        return self._cwd
-
-    @property
-    def executable(self) -> str | None:
-        return self._executable
 
     def read_text(self, path: str) -> str | None:
         self.read.append(path)
@@ -52,9 +38,6 @@ class FakeProbe:
             until: Callable[[str], bool] | None = None) -> tuple[int, str, str] | None:
         self.ran.append((tuple(argv), stdin))
         return self.commands.get(tuple(argv))
-
-    def warn(self, message: str) -> None:
-        self.warnings.append(message)
 
 
 def test_codex_instructions_from_config_and_profile() -> None:
