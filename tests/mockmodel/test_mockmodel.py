@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from amux.adapters.codex_appserver import MEMORY_OFF_OVERRIDES
+from amux.runtimes.codex_appserver import MEMORY_OFF_OVERRIDES
 from tests.hubproc import HubProcess
 from tests.mockmodel import EXHAUSTED, SIDE_ANSWER, MockModel, Text, ToolCall, mcp
 from tests.mockmodel.agents import (

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from amux.adapters.codex_appserver import (
+from amux.runtimes.codex_appserver import (
     MEMORY_OFF_OVERRIDES,
     CodexAppServer,
     CodexAppServerError,

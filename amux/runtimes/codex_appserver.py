@@ -1,4 +1,22 @@
-"""Drive `codex app-server` for Runtimes and start threads with Codex's native memory off.
+"""Drive `codex app-server` for a Runtime, with Codex's native memory off.
+
+Public names (`__all__`):
+
+- `CodexAppServer`: one `codex app-server` process and a sequential client for it;
+  `start_thread` is the memory-safe way to start a thread, `request`, `notify`,
+  `wait_for_notification` and `take_notifications` speak the rest of the protocol.
+- `MEMORY_OFF_OVERRIDES`: the arguments that turn native memory off for that process.
+- `CodexAppServerError` (the app-server cannot be driven as amux needs: not started,
+  exited, silent, memory not confirmed off, a call this Codex lacks) and its subclass
+  `CodexRequestError` (a request answered with a JSON-RPC error).
+- `DEFAULT_TIMEOUT`: seconds each call waits unless told otherwise.
+
+Usage (docs/runtimes.md has a complete example)::
+
+    with CodexAppServer(["codex", "app-server", *MEMORY_OFF_OVERRIDES]) as server:
+        thread_id = server.start_thread(instructions, cwd)  # theirs, then the protocol
+        server.request("turn/start", {"threadId": thread_id, "input": [...]})
+        done = server.wait_for_notification("turn/completed", timeout=300)
 
 The app-server speaks one JSON object per line on stdio: requests carry an `id`,
 responses carry the same `id` and no `jsonrpc` field, and notifications (or requests
@@ -11,7 +29,9 @@ line (`MEMORY_OFF_OVERRIDES`, i.e. `-c features.memories=false -c
 memories.use_memories=false -c memories.generate_memories=false`); the user's
 config.toml is never written. `start_thread` then checks that `config/read`, as seen
 from the thread's cwd (trusted project `.codex/config.toml` layers included),
-reports all three settings false before it installs any instructions.
+reports all three settings false before it installs any instructions, and turns the
+thread's own memory mode off after. The settings are the Codex adapter's
+(`amux.adapters.codex`), so `amux run codex` and a Runtime suppress the same ones.
 """
 
 from __future__ import annotations
@@ -32,10 +52,22 @@ from typing import IO, Any, TypeAlias
 from amux import __version__
 from amux.adapters.codex import MEMORY_SETTINGS, SUPPRESSION
 
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "MEMORY_OFF_OVERRIDES",
+    "CodexAppServer",
+    "CodexAppServerError",
+    "CodexRequestError",
+]
+
 MEMORY_OFF_OVERRIDES = tuple(arg for setting in SUPPRESSION for arg in ("-c", setting))
-"""Arguments for `codex app-server` that turn native memory off for that process only."""
+"""Arguments for `codex app-server` that turn native memory off for that process only
+(`-c KEY=false` for each of the adapter's `MEMORY_SETTINGS`). Without them `start_thread`
+refuses whenever the user's own config leaves a setting on or unset."""
 
 DEFAULT_TIMEOUT = 20.0
+"""Seconds a call waits for its answer unless it is given its own timeout. Enough for
+start-up and every call `start_thread` makes; a model turn needs its own, longer one."""
 CLOSE_GRACE = 5.0
 STDERR_LINES = 20
 MAX_PENDING = 10_000  # notifications kept for the caller; the oldest are dropped beyond this
@@ -45,11 +77,22 @@ StrPath: TypeAlias = str | os.PathLike[str]
 
 
 class CodexAppServerError(Exception):
-    """The app-server could not be driven as amux needs: the message says why."""
+    """The app-server could not be driven as amux needs: the message says why.
+
+    Raised when it cannot start, exits or closes its output, stays silent past a call's
+    timeout, writes a line that is not a JSON object, has been closed, lacks a call
+    amux needs (the message names the call and says to upgrade Codex), or does not
+    confirm that native memory is off. The messages carry the last lines of the
+    app-server's stderr where they help.
+    """
 
 
 class CodexRequestError(CodexAppServerError):
-    """The app-server answered a request with a JSON-RPC error."""
+    """The app-server answered a request with a JSON-RPC error: `method`, `code`, `message`.
+
+    A caller can tell a refused request (bad parameters, an unreadable config) from a
+    call this Codex does not have with `missing_method`.
+    """
 
     def __init__(self, method: str, code: int | None, message: str) -> None:
         super().__init__(f"codex app-server refused {method} ({code}): {message}")
@@ -70,9 +113,21 @@ class CodexRequestError(CodexAppServerError):
 class CodexAppServer:
     """One `codex app-server` process and a sequential client for it (not thread-safe).
 
+    `argv` is the whole command, normally `[codex, "app-server", *MEMORY_OFF_OVERRIDES]`
+    plus any `-c` overrides of the Runtime's own (an MCP server entry, say); `env`
+    (None: this process's environment) and `cwd` are the process's, not a thread's.
+    `timeout` is the default for every call (`DEFAULT_TIMEOUT`).
+
     Starting it performs `initialize` (with the experimental API, which
-    `thread/memoryMode/set` needs) and the `initialized` notification. `version` is
-    Codex's version from the `initialize` userAgent ("unknown" if it has none).
+    `thread/memoryMode/set` needs) and the `initialized` notification; if that fails
+    the process is closed before the error is raised. `version` is Codex's version
+    from the `initialize` userAgent ("unknown" if it has none). Use it as a context
+    manager, or call `close`: the process runs in its own session and `close` reaps it.
+
+    Every notification, and every request the server sends, that arrives while a call
+    waits is kept (the newest 10,000) for `wait_for_notification` and
+    `take_notifications`. The driver sends no answers to server requests, so a Runtime
+    configures Codex so that none are needed (e.g. MCP tools approved up front).
     """
 
     def __init__(
@@ -158,8 +213,11 @@ class CodexAppServer:
         """Start a thread with native memory off and the merged instructions; its id.
 
         Refuses before `thread/start` unless `config/read` shows all three memory
-        settings false. `extra` adds `thread/start` parameters; a per-thread `config`
-        is refused because it could undo what `config/read` confirmed.
+        settings false, and sets the thread's memory mode `disabled` after it.
+        `developer_instructions` replaces the `developer_instructions` of the user's
+        config for this thread, so pass the merged text (theirs first, then the
+        protocol), as `amux run codex` does. `extra` adds `thread/start` parameters; a
+        per-thread `config` is refused because it could undo what `config/read` confirmed.
         """
         params = dict(extra or {})
         clashes = sorted({"developerInstructions", "cwd", "config"} & params.keys())
