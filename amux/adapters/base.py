@@ -61,21 +61,36 @@ class AgentRequest:
 
 
 @dataclass(frozen=True)
+class PlanFile:
+    """A file the plan gives the agent (Pi's merged instructions): written before every
+    launch of the plan, so on resume from the frozen text, temp-and-replace, owned by the
+    user the agent runs as."""
+
+    path: str
+    text: str
+    mode: int = 0o600
+
+
+@dataclass(frozen=True)
 class LaunchPlan:
-    argv: list[str]
-    env: dict[str, str] = field(default_factory=dict)
+    """One launch of the agent as data; never changed once made (`dataclasses.replace`)."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str] = field(default_factory=dict)
     """Environment variables set for this launch only."""
-    path: list[str] = field(default_factory=list)
+    unset: tuple[str, ...] = ()
+    """Environment variables removed for this launch only."""
+    path: tuple[str, ...] = ()
     """Directories put first on PATH for this launch."""
     channel: Channel = "none"
     instructions: str | None = None
     """The merged instruction text the agent receives (frozen in the session state)."""
-    suppression: dict[str, Any] = field(default_factory=dict)
-    """The native-memory suppression applied (flags and environment), for the record."""
+    suppression: Mapping[str, Any] = field(default_factory=dict)
+    """The native-memory suppression applied, for the record and the contract: `env`,
+    variables this plan sets to those values; `argv`, arguments it passes."""
     agent_session: str | None = None
-    warnings: list[str] = field(default_factory=list)
-    files: dict[str, str] = field(default_factory=dict)
-    """Files (path: text) the launcher writes, 0600, before every launch of this plan."""
+    warnings: tuple[str, ...] = ()
+    files: tuple[PlanFile, ...] = ()
     not_resumable: str | None = None
     """Why this session can never be resumed (e.g. the agent keeps nothing); None if it can."""
 
@@ -159,11 +174,26 @@ class Adapter(Protocol):
     name: str
     channel: Channel
     """The memory channel this agent gets when memory is on."""
+    tracks_sessions: bool
+    """Whether the agent has sessions of its own that a resume must name (the fallback
+    relaunches the command as it was given)."""
+    version_args: tuple[str, ...] | None
+    """The arguments that make the agent print its version (None: not asked)."""
+
+    def version(self, status: int, stdout: str, stderr: str) -> str | None:
+        """The version in the answer to `version_args`, None if there is none."""
+        ...
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         """The instructions the agent would add from the user's own set-up (its config
         layers, instruction files), in the agent's order; amux merges its protocol after
         them. Raises `ValueError` naming a file it cannot read."""
+        ...
+
+    def isolated_env(self, home: str) -> Mapping[str, str | None]:
+        """What an isolated run (as another user, whose home is `home`) sets (a value) or
+        removes (None) in the agent's environment, so the agent reads that user's own
+        config and never the launching service's."""
         ...
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
@@ -186,6 +216,13 @@ def no_session_files(adapter: object, env: Mapping[str, str]) -> SessionFiles | 
     """`session_files` of an adapter whose session reference is chosen up front, or that
     has none (`session_files = no_session_files`)."""
     return None
+
+
+def first_line_version(adapter: object, status: int, stdout: str, stderr: str) -> str | None:
+    """`version` of an agent that prints it as its first line, on either stream (Pi uses
+    stderr when stdin is no terminal): `version = first_line_version`."""
+    lines = (stdout.strip() or stderr.strip()).splitlines()
+    return lines[0] if status == 0 and lines else None
 
 
 def merge_instructions(user: list[str], protocol: str | None) -> str | None:

@@ -26,6 +26,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 
 from amux.adapters.base import (
     MEMORY_TOOLS,
@@ -33,6 +34,7 @@ from amux.adapters.base import (
     Channel,
     LaunchPlan,
     Probe,
+    first_line_version,
     ignored_on_resume,
     merge_instructions,
     no_session_files,
@@ -47,9 +49,15 @@ DISABLE_AUTO_MEMORY = "CLAUDE_CODE_DISABLE_AUTO_MEMORY"
 class ClaudeAdapter:
     name = "claude"
     channel: Channel = "mcp"
+    tracks_sessions = True
+    version_args: tuple[str, ...] | None = ("--version",)
+    version = first_line_version
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # Claude reads its CLAUDE.md files itself; `plan` merges the flags
+
+    def isolated_env(self, home: str) -> Mapping[str, str | None]:
+        return {"CLAUDE_CONFIG_DIR": None}  # Claude then reads `<home>/.claude`
 
     session_files = no_session_files
 
@@ -64,7 +72,7 @@ class ClaudeAdapter:
         args, appended = take_option(request.args, ("--append-system-prompt",))
         memory = request.memory
         if memory is None:  # the agent's own policy, untouched; only our session id added
-            argv = [request.executable, *self._session(request), *request.args]
+            argv = (request.executable, *self._session(request), *request.args)
             return LaunchPlan(argv, agent_session=request.agent_session)
         fresh = merge_instructions(appended, memory.protocol)
         instructions = request.frozen_instructions or fresh
@@ -74,13 +82,13 @@ class ClaudeAdapter:
                   "alwaysLoad": True}
         mcp_config = json.dumps({"mcpServers": {"amux": server}}, sort_keys=True)
         allowed = ",".join(f"mcp__amux__{tool}" for tool in MEMORY_TOOLS)
-        argv = [request.executable, *self._session(request), "--system-prompt-snapshot", "off",
+        argv = (request.executable, *self._session(request), "--system-prompt-snapshot", "off",
                 f"--append-system-prompt={instructions}", f"--mcp-config={mcp_config}",
-                f"--allowedTools={allowed}", *args]
+                f"--allowedTools={allowed}", *args)
         env = {DISABLE_AUTO_MEMORY: "1"}
         return LaunchPlan(argv, env=env, channel="mcp", instructions=instructions,
                           suppression={"env": env}, agent_session=request.agent_session,
-                          warnings=ignored)
+                          warnings=tuple(ignored))
 
     @staticmethod
     def _session(request: AgentRequest) -> list[str]:

@@ -44,6 +44,7 @@ from amux.adapters.base import (
     ResumeFlagRefused,
     SessionFile,
     SessionFiles,
+    first_line_version,
     ignored_on_resume,
     merge_instructions,
     take_option,
@@ -88,6 +89,9 @@ def parse_toml_value(raw: str) -> str:
 class CodexAdapter:
     name = "codex"
     channel: Channel = "mcp"
+    tracks_sessions = True
+    version_args: tuple[str, ...] | None = ("--version",)
+    version = first_line_version
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         """The `developer_instructions` Codex would use without us, from all its layers
@@ -97,6 +101,9 @@ class CodexAdapter:
             return ()
         found = developer_instructions(args, probe)
         return () if found is None else (found,)
+
+    def isolated_env(self, home: str) -> Mapping[str, str | None]:
+        return {"CODEX_HOME": os.path.join(home, ".codex")}
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None  # Codex names its threads; the launcher learns the id after the run
@@ -116,7 +123,7 @@ class CodexAdapter:
         # `exec --ephemeral` writes no rollout: there is no thread to learn or resume.
         not_resumable = EPHEMERAL if "--ephemeral" in request.args else None
         if memory is None:
-            return LaunchPlan([request.executable, *self._resume(request, list(request.args))],
+            return LaunchPlan((request.executable, *self._resume(request, list(request.args))),
                               agent_session=request.agent_session, not_resumable=not_resumable)
         args, given = take_overrides(request.args, "developer_instructions")
         user = [parse_toml_value(given[-1])] if given else list(request.user_instructions)
@@ -132,12 +139,12 @@ class CodexAdapter:
             f"mcp_servers.amux.env={toml_value(_inline(memory.env))}",
             'mcp_servers.amux.default_tools_approval_mode="approve"',
         ]
-        argv = [request.executable, *(part for o in overrides for part in ("-c", o)),
-                *self._resume(request, args)]
+        argv = (request.executable, *(part for o in overrides for part in ("-c", o)),
+                *self._resume(request, args))
         return LaunchPlan(argv, channel="mcp", instructions=instructions,
-                          suppression={"config": list(SUPPRESSION)},
+                          suppression={"argv": list(SUPPRESSION)},
                           agent_session=request.agent_session, not_resumable=not_resumable,
-                          warnings=ignored)
+                          warnings=tuple(ignored))
 
     @staticmethod
     def _resume(request: AgentRequest, args: list[str]) -> list[str]:

@@ -7,6 +7,7 @@ instruction channel or its native memory, so it promises nothing about either.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from amux.adapters.base import AgentRequest, Channel, LaunchPlan, Probe, no_session_files
 
@@ -14,6 +15,14 @@ from amux.adapters.base import AgentRequest, Channel, LaunchPlan, Probe, no_sess
 class FallbackAdapter:
     name = "fallback"
     channel: Channel = "none"
+    tracks_sessions = False
+    version_args: tuple[str, ...] | None = None
+
+    def version(self, status: int, stdout: str, stderr: str) -> str | None:
+        return None
+
+    def isolated_env(self, home: str) -> Mapping[str, str | None]:
+        return {}
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()
@@ -25,6 +34,6 @@ class FallbackAdapter:
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         agent = os.path.basename(request.executable)
-        return LaunchPlan([request.executable, *request.args], warnings=[
+        return LaunchPlan((request.executable, *request.args), warnings=(
             f"no memory capability for {agent}: amux knows no adapter for it, so it "
-            "launches unchanged (adapters: claude, codex, pi)"])
+            "launches unchanged (adapters: claude, codex, pi)",))

@@ -27,13 +27,16 @@ session file, and the amux session is recorded as not resumable. The user's own
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from amux.adapters.base import (
     AgentRequest,
     Channel,
     LaunchPlan,
+    PlanFile,
     Probe,
     ResumeFlagRefused,
+    first_line_version,
     ignored_on_resume,
     merge_instructions,
     no_session_files,
@@ -112,6 +115,9 @@ def _discovered(probe: Probe) -> str | None:
 class PiAdapter:
     name = "pi"
     channel: Channel = "cli"
+    tracks_sessions = True
+    version_args: tuple[str, ...] | None = ("--version",)
+    version = first_line_version
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         """What Pi itself would append to its system prompt, as one text (module doc)."""
@@ -123,6 +129,9 @@ class PiAdapter:
             texts = [] if found is None else [found]
         joined = "\n\n".join(texts)
         return (joined,) if joined else ()
+
+    def isolated_env(self, home: str) -> Mapping[str, str | None]:
+        return {"PI_CODING_AGENT_DIR": os.path.join(home, ".pi", "agent")}
 
     session_files = no_session_files
 
@@ -143,7 +152,7 @@ class PiAdapter:
         session = ["--session", agent_session] if agent_session else []
         memory = request.memory
         if memory is None:
-            return LaunchPlan([request.executable, *session, *request.args],
+            return LaunchPlan((request.executable, *session, *request.args),
                               agent_session=agent_session, not_resumable=not_resumable)
         instructions = request.frozen_instructions or merge_instructions(
             list(request.user_instructions), memory.protocol) or ""
@@ -151,12 +160,12 @@ class PiAdapter:
         # even when its text is unchanged, since the plan cannot tell.
         ignored = ignored_on_resume(request, APPEND, appended,
                                     merge_instructions(appended, memory.protocol))
-        files = {}
+        files: tuple[PlanFile, ...] = ()
         value = instructions  # in argv only for a caller that gives the plan no directory
         if request.files_dir is not None:
             value = os.path.join(request.files_dir, INSTRUCTIONS_FILE)
-            files[value] = instructions
-        argv = [request.executable, *session, APPEND, value, *args]
-        return LaunchPlan(argv, env=dict(memory.env), path=[memory.bin_dir], channel="cli",
+            files = (PlanFile(value, instructions),)
+        argv = (request.executable, *session, APPEND, value, *args)
+        return LaunchPlan(argv, env=dict(memory.env), path=(memory.bin_dir,), channel="cli",
                           instructions=instructions, files=files, agent_session=agent_session,
-                          not_resumable=not_resumable, warnings=ignored)
+                          not_resumable=not_resumable, warnings=tuple(ignored))

@@ -27,7 +27,8 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
     POST /v1/status          {}  -> hub status (SPEC Appendix A)
     POST /v1/admin/reload    {}  re-read config.toml                  owner only
     POST /v1/admin/config    {action: get|set, key, value?}          owner only
-    POST /v1/admin/principals {action: add|alias|token|revoke|delegate|list, ...}  owner only
+    POST /v1/admin/principals {action: add|alias|token|revoke|delegate|binding|list, ...}
+                                                                     owner only
     POST /v1/admin/secrets   {action: allow|remove|list, fingerprint?, principal? | binding?}
                              a scope's secret-guard allow list (default: the owner's
                              own scope)                                 owner only
@@ -317,6 +318,10 @@ class HubApi:
             if token_id is None and body.get("all") is not True:
                 raise InvalidArgument("revoke needs token_id, or all=true to revoke every token")
             return {"principal": registry.resolve(name), "revoked": registry.revoke(name, token_id)}
+        if action == "binding":  # read-only: what `delegate` would bind by default
+            principal = registry.resolve(name)
+            scope = resolve_scope(Identity(principal), isolation=self.config.isolation_enabled)
+            return {"principal": principal, "binding": scope.binding}
         if action == "delegate":
             binding = body.get("binding")
             if binding is None:  # default: the scope the principal would use now

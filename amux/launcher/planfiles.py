@@ -1,4 +1,4 @@
-"""The files a launch plan gives the agent (Pi's merged instructions), written before
+"""The files a launch plan gives the agent (an instruction file it names), written before
 every launch from the plan, so on resume from the frozen text: 0600, temp-and-replace.
 
 An isolated run's files go into the target's own directory, owned by the target. That
@@ -10,9 +10,10 @@ launch fail instead of making root write somewhere else.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Sequence
 from pathlib import Path
 
+from amux.adapters.base import PlanFile
 from amux.client.wire import ClientError
 from amux.materializer.target import Target
 from amux.memory.durable import write_atomic_at, write_file_atomic
@@ -20,17 +21,17 @@ from amux.memory.durable import write_atomic_at, write_file_atomic
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
-def write(files: Mapping[str, str], target: Target | None) -> None:
-    for name, text in files.items():
-        path = Path(name)
+def write(files: Sequence[PlanFile], target: Target | None) -> None:
+    for file in files:
+        path, data = Path(file.path), file.text.encode("utf-8")
         try:
             if target is None:
-                write_file_atomic(path, text.encode("utf-8"))
+                write_file_atomic(path, data, mode=file.mode)
                 continue
             dir_fd = _open_below(Path(target.home), path.parent)
             try:
-                write_atomic_at(dir_fd, path.name, text.encode("utf-8"),
-                                owner=(target.uid, target.gid))
+                write_atomic_at(dir_fd, path.name, data, owner=(target.uid, target.gid),
+                                mode=file.mode)
             finally:
                 os.close(dir_fd)
         except (OSError, ValueError) as exc:

@@ -1,22 +1,28 @@
 """`amux run`: one launch of an agent with memory, from discovery to cleanup (SPEC §6).
 
-A new execution resolves the binding once (bounded; the local default Hub is
-started on demand), renders the protocol for the adapter's channel, lets the
-adapter plan the launch, writes the session start state, wires a delegated
-token into a run directory, supervises the agent (no exec), and cleans up
-however the agent ends. `--resume ID` replays the frozen state: the same
-binding, protocol, instructions and suppression, with a fresh token. Discovery
-failures are warnings and a session without memory; they never block the agent.
+`prepare` decides everything and starts nothing but the local Hub (on demand): it
+resolves the binding once (bounded; read-only, from the Hub), renders the protocol
+for the adapter's channel, asks the adapter's hooks for the user's own set-up and the
+adapter for its plan, and returns the complete `Launch`: the session state to freeze,
+the adapter's plan, the agent's environment as changes, the run directory. `--dry-run`
+prints that `Launch`; `apply` acts on it: freezes the state, mints the delegated
+token into the run directory, writes the plan's files, supervises the agent (no exec),
+learns the agent's own session, and cleans up however the agent ends. `--resume ID`
+prepares from the frozen state: the same binding, protocol, instructions and
+suppression, with a fresh token. Discovery failures are warnings and a session
+without memory; they never block the agent.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +34,6 @@ from amux.client.wire import ClientError
 from amux.launcher import agent_config, planfiles, rundirs, state, wiring
 from amux.launcher.probe import SystemProbe
 from amux.launcher.supervise import RunAs
-from amux.materializer.rundir import materialize, memory_dir, remove
 from amux.materializer.target import Target, isolated_env
 from amux.memory.durable import write_file_atomic
 from amux.protocol import render
@@ -48,24 +53,85 @@ class RunRequest:
     """Variables an isolated agent gets although they look like credentials."""
 
 
-@dataclass
-class Prepared:
-    """Everything decided before the agent starts."""
+@dataclass(frozen=True)
+class EnvChanges:
+    """The agent's environment as changes to the launcher's."""
+
+    set: Mapping[str, str]
+    unset: tuple[str, ...]
+    path: tuple[str, ...]
+    """Directories put first on PATH."""
+
+    @classmethod
+    def between(cls, ours: Mapping[str, str], agent: Mapping[str, str],
+                path: tuple[str, ...]) -> EnvChanges:
+        return cls({k: v for k, v in sorted(agent.items()) if ours.get(k) != v},
+                   tuple(sorted(k for k in ours if k not in agent)), path)
+
+    def applied(self, ours: Mapping[str, str]) -> dict[str, str]:
+        env = {k: v for k, v in ours.items() if k not in self.unset}
+        env.update(self.set)
+        if self.path:
+            env["PATH"] = os.pathsep.join([*self.path, env.get("PATH", os.defpath)])
+        return env
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Everything one `amux run` does, decided before the agent starts; never changed."""
 
     session: state.SessionState
-    plan: LaunchPlan
-    adapter: Adapter
-    binding: wiring.Binding | None
+    """The state a new session freezes, or the frozen state of the one resumed."""
     new: bool
-    base_env: dict[str, str]
-    """The environment the agent starts from, before the plan's changes."""
-    target: Target | None = None
-    grant: wiring.Grant | None = None
-    """An isolated run's delegated token (issued at discovery)."""
-    agent_files: Path | None = None
-    """An isolated session's own directory in the target's home (Pi's session file)."""
-    memory: Memory | None = None
-    """How the agent reaches memory (None: a session without memory)."""
+    adapter: Adapter
+    plan: LaunchPlan
+    env: EnvChanges
+    run_as: RunAs | None
+    """The isolated run's target user, None for the launching user."""
+    target: Target | None
+    run_dir: rundirs.RunDir | None
+    """Where the agent's connection to memory goes (None: a session without memory)."""
+    agent_dir: Path
+    """The session's own directory for the agent's files (for an isolated run in the
+    target's home, created owned by the target)."""
+    state_file: Path | None
+    """Where a new session's state is frozen."""
+
+    def writes(self) -> list[dict[str, Any]]:
+        """The files `apply` writes, in order, with their mode and owner."""
+        owner = "launcher" if self.target is None else self.target.name
+        files: list[dict[str, Any]] = []
+        if self.state_file is not None:
+            files.append({"path": str(self.state_file), "mode": "0600", "owner": "launcher"})
+        if self.run_dir is not None:
+            files += [{"path": str(self.run_dir.config), "mode": "0600", "owner": owner,
+                       "content": "connection config with a delegated token"},
+                      {"path": str(self.run_dir.bin_dir / "amux"), "owner": owner,
+                       "content": "the amux client" if self.target is None
+                       else "a copy of the single-file amux client", "mode": "0700"}]
+        files += [{"path": f.path, "mode": f"{f.mode:04o}", "owner": owner}
+                  for f in self.plan.files]
+        return files
+
+    def report(self) -> dict[str, Any]:
+        """The launch as `--dry-run` prints it (JSON)."""
+        plan, session, target = self.plan, self.session, self.target
+        env: dict[str, str | None] = {**self.env.set, **dict.fromkeys(self.env.unset)}
+        return {
+            "session": session.id, "resume": not self.new, "agent": session.agent,
+            "adapter": self.adapter.name,
+            "as_user": None if target is None else {
+                "user": target.name, "uid": target.uid, "gid": target.gid,
+                "groups": target.group_names(), "home": target.home},
+            "argv": list(plan.argv), "env": dict(sorted(env.items())),
+            "path_prepend": list(self.env.path), "channel": plan.channel,
+            "binding": session.binding, "principal": session.principal,
+            "protocol_version": session.protocol_version, "instructions": plan.instructions,
+            "suppression": dict(plan.suppression), "agent_session": plan.agent_session,
+            "files": [entry["path"] for entry in self.writes()], "writes": self.writes(),
+            "run_dir": None if self.run_dir is None else str(self.run_dir.path),
+            "warnings": list(plan.warnings),
+        }
 
 
 def _warn(message: str) -> None:
@@ -82,9 +148,9 @@ def _executable(agent: str) -> str:
 
 
 def _version(home: Path, adapter: Adapter, executable: str) -> str | None:
-    """`AGENT --version`, remembered per binary (path, size, mtime): a Node CLI takes
-    a few hundred ms to say it, and every launch records it."""
-    if isinstance(adapter, FallbackAdapter):
+    """The agent's version as its adapter reads it, remembered per binary (path, size,
+    mtime): a Node CLI takes a few hundred ms to say it, and every launch records it."""
+    if adapter.version_args is None:
         return None
     real = os.path.realpath(executable)
     try:
@@ -100,13 +166,13 @@ def _version(home: Path, adapter: Adapter, executable: str) -> str | None:
     if isinstance(cache, dict) and isinstance(cache.get(key), str):
         return str(cache[key])
     try:
-        done = subprocess.run([executable, "--version"], capture_output=True, text=True,
-                              timeout=VERSION_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL)
+        done = subprocess.run([executable, *adapter.version_args], capture_output=True,
+                              text=True, timeout=VERSION_TIMEOUT_SECONDS,
+                              stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    # Whichever stream it uses: Pi prints its version on stderr when stdin is no terminal.
-    version = ((done.stdout.strip() or done.stderr.strip()).splitlines() or [""])[0]
-    if done.returncode != 0 or not version:
+    version = adapter.version(done.returncode, done.stdout, done.stderr)
+    if not version:
         return None
     cache = {k: v for k, v in (cache.items() if isinstance(cache, dict) else ())
              if not k.startswith(f"{real}:")}
@@ -116,9 +182,7 @@ def _version(home: Path, adapter: Adapter, executable: str) -> str | None:
     return version
 
 
-
-
-def _agent_files(home: Path, session_id: str, target: Target | None) -> Path:
+def _agent_dir(home: Path, session_id: str, target: Target | None) -> Path:
     """Where a session keeps the agent's own files: its state directory, or for an
     isolated run a directory in the target's home (the target cannot enter ours)."""
     if target is None:
@@ -126,77 +190,83 @@ def _agent_files(home: Path, session_id: str, target: Target | None) -> Path:
     return Path(target.home) / ".amux" / "sessions" / session_id
 
 
-def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
-    """Resolve, plan and (unless dry-run) freeze; starts nothing but the Hub on demand."""
+def _discover(home: Path, request: RunRequest, adapter: Adapter,
+              target: Target | None) -> tuple[wiring.Binding | None, list[str]]:
+    """The binding a new session freezes, from the Hub (read-only), or the warning why
+    it has none. A dry run does not start the Hub."""
+    if adapter.channel == "none":
+        return None, []
+    try:
+        if target is None:
+            return wiring.resolve(home, start_hub=not request.dry_run), []
+        return wiring.resolve_for(home, target.name, start_hub=not request.dry_run), []
+    except wiring.NoMemory as reason:
+        return None, [str(reason)]
+
+
+def _resumed(home: Path, request: RunRequest) -> tuple[state.SessionState, Adapter]:
+    assert request.resume is not None
+    frozen = state.load(home, request.resume)
+    if not frozen.resumable:
+        raise ClientError("invalid_argument", f"session {frozen.id} cannot be resumed: "
+                          f"it was {frozen.not_resumable_reason}; start a new session "
+                          f"instead (`amux run {frozen.agent} -- …`)")
+    adapter: Adapter = ADAPTERS.get(frozen.adapter, FallbackAdapter())
+    if frozen.agent_session is None and adapter.tracks_sessions:
+        raise ClientError("invalid_argument", f"session {frozen.id} never recorded "
+                          f"{frozen.adapter}'s own session id, so it cannot be resumed")
+    if request.as_user not in (None, frozen.as_user):
+        raise ClientError("invalid_argument", f"session {frozen.id} runs as "
+                          f"{frozen.as_user or 'the launching user'}, not {request.as_user}")
+    return frozen, adapter
+
+
+def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
+    """The complete launch; starts nothing but the Hub on demand, writes nothing."""
     warnings: list[str] = []
-    grant = None
     if request.resume is not None:
-        frozen = state.load(home, request.resume)
-        if not frozen.resumable:
-            raise ClientError("invalid_argument", f"session {frozen.id} cannot be resumed: "
-                              f"it was {frozen.not_resumable_reason}; start a new session "
-                              f"instead (`amux run {frozen.agent} -- …`)")
-        adapter = ADAPTERS.get(frozen.adapter, FallbackAdapter())
-        executable = _executable(frozen.agent)
-        if frozen.agent_session is None and not isinstance(adapter, FallbackAdapter):
-            raise ClientError("invalid_argument", f"session {frozen.id} never recorded "
-                              f"{frozen.adapter}'s own session id, so it cannot be resumed")
-        if request.as_user not in (None, frozen.as_user):
-            raise ClientError("invalid_argument", f"session {frozen.id} runs as "
-                              f"{frozen.as_user or 'the launching user'}, not {request.as_user}")
-        target = Target.lookup(frozen.as_user) if frozen.as_user else None
-        binding = (wiring.Binding(frozen.principal or "", frozen.binding)
-                   if frozen.binding is not None else None)
-        session = frozen
-        new = False
+        session, adapter = _resumed(home, request)
+        executable = _executable(session.agent)
+        target = Target.lookup(session.as_user) if session.as_user else None
     else:
         assert request.agent is not None
         adapter = for_agent(request.agent)
         executable = _executable(request.agent)
         target = Target.lookup(request.as_user) if request.as_user else None
-        binding = None
-        if adapter.channel != "none":
-            try:
-                if target is None:
-                    binding = wiring.resolve(home, start_hub=not request.dry_run)
-                elif request.dry_run:
-                    binding = wiring.preview_for(home, target.name)
-                else:
-                    grant, _ = wiring.grant_for(home, target.name, None)
-                    binding = wiring.Binding(grant.principal, grant.binding)
-            except wiring.NoMemory as reason:
-                warnings.append(str(reason))
+        binding, warnings = _discover(home, request, adapter, target)
         session_id = state.new_session_id()
-        protocol = render.render(adapter.channel) if binding and adapter.channel != "none" \
-            else None
+        protocol = (render.render(adapter.channel)
+                    if binding and adapter.channel != "none" else None)
         session = state.SessionState(
             id=session_id, agent=request.agent, adapter=adapter.name,
             adapter_version=None if request.dry_run else _version(home, adapter, executable),
             channel="none", binding=binding.binding if binding else None,
             principal=binding.principal if binding else None,
             protocol_version=render.version() if protocol else None, protocol=protocol,
-            instructions=None, suppression={},
-            agent_session=adapter.new_session_ref(
-                session_id, str(_agent_files(home, session_id, target))),
+            instructions=None, suppression={}, agent_session=None,
             created_at=time.time(), cwd=os.getcwd(),
             as_user=target.name if target else None)
-        new = True
-    base_env = (isolated_env(os.environ, target, request.pass_env) if target
-                else wiring.agent_env(os.environ))  # never the launcher's own token
-    memory = None
+    new = request.resume is None
+    agent_dir = _agent_dir(home, session.id, target)
+    run_as = None if target is None else RunAs(target.uid, target.gid, target.groups)
+    if target is None:
+        base_env = wiring.agent_env(os.environ)  # never the launcher's own token
+    else:
+        resets = {name: value for each in ADAPTERS.values()  # every agent's, for any agent
+                  for name, value in each.isolated_env(target.home).items()}
+        base_env = isolated_env(os.environ, target, request.pass_env, resets)
+    run_dir = memory = None
     if session.binding is not None and session.protocol is not None:
         if target is None:
-            config, bin_dir = wiring.run_paths(home, session.id)
-            mcp = client
+            run_dir, mcp = rundirs.plain(home, session.id), client
         else:
-            isolated = memory_dir(session.id)
-            config, bin_dir = isolated / rundirs.CONFIG_NAME, isolated / "bin"
-            mcp = bin_dir / "amux"
+            run_dir = rundirs.isolated(session.id, (target.uid, target.gid))
+            mcp = run_dir.bin_dir / "amux"
         memory = Memory(protocol=session.protocol, mcp_command=(str(mcp), "memory", "mcp"),
-                        env={"AMUX_MEMORY_CONFIG": str(config)}, bin_dir=str(bin_dir))
+                        env={"AMUX_MEMORY_CONFIG": str(run_dir.config)},
+                        bin_dir=str(run_dir.bin_dir))
     # The user's own instructions matter only to merge the protocol after them; a dry run
     # starts nothing, not even the agent to ask it, and an isolated run asks as the target.
-    run_as = None if target is None else RunAs(target.uid, target.gid, target.groups)
     probe = SystemProbe(base_env, os.getcwd(), run_as=run_as,
                         executable=None if request.dry_run else executable)
     try:
@@ -204,169 +274,127 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Prepared:
                 if new and memory is not None else ())
     except ValueError as problem:
         raise ClientError("invalid_argument", str(problem)) from None
-    warnings += probe.warnings
     plan = adapter.plan(AgentRequest(
         executable=executable, args=tuple(request.args), memory=memory,
         user_instructions=user,
         frozen_instructions=None if new else session.instructions,
-        agent_session=session.agent_session, resume=not new,
-        files_dir=str(_agent_files(home, session.id, target))))
-    plan.warnings[:0] = warnings
+        agent_session=(adapter.new_session_ref(session.id, str(agent_dir)) if new
+                       else session.agent_session),
+        resume=not new, files_dir=str(agent_dir)))
+    plan = dataclasses.replace(plan, warnings=(*warnings, *probe.warnings, *plan.warnings))
+    agent_env = {k: v for k, v in {**base_env, **plan.env}.items() if k not in plan.unset}
     if new:
-        session.channel = plan.channel
-        session.instructions = plan.instructions
-        session.suppression = plan.suppression
-        session.warnings = list(plan.warnings)
-        session.agent_session = plan.agent_session
-        session.resumable = plan.not_resumable is None
-        session.not_resumable_reason = plan.not_resumable
-    return Prepared(session, plan, adapter, binding, new, base_env, target, grant,
-                    _agent_files(home, session.id, target) if target else None, memory)
-
-
-def dry_run_report(prepared: Prepared, home: Path) -> dict[str, Any]:
-    """The launch plan as JSON: argv, environment changes, files, warnings, binding."""
-    plan = prepared.plan
-    files = []
-    if prepared.new:
-        files.append(str(state.session_dir(home, prepared.session.id) / "state.json"))
-    if prepared.memory is not None:
-        files += [prepared.memory.env["AMUX_MEMORY_CONFIG"],
-                  os.path.join(prepared.memory.bin_dir, "amux")]
-    files += list(plan.files)
-    target = prepared.target
-    return {
-        "session": prepared.session.id, "resume": not prepared.new,
-        "agent": prepared.session.agent, "adapter": prepared.adapter.name,
-        "as_user": None if target is None else {
-            "user": target.name, "uid": target.uid, "gid": target.gid,
-            "groups": target.group_names(), "home": target.home},
-        "argv": plan.argv, "env": _env_changes(prepared), "path_prepend": plan.path,
-        "channel": plan.channel, "binding": prepared.session.binding,
-        "principal": prepared.session.principal,
-        "protocol_version": prepared.session.protocol_version,
-        "instructions": plan.instructions, "suppression": plan.suppression,
-        "agent_session": plan.agent_session, "files": files, "warnings": plan.warnings,
-    }
-
-
-def _env_changes(prepared: Prepared) -> dict[str, str | None]:
-    """What the agent's environment changes from ours: set values, and None for removed."""
-    env = {**prepared.base_env, **prepared.plan.env}
-    changes: dict[str, str | None] = {k: v for k, v in env.items() if os.environ.get(k) != v}
-    changes.update({k: None for k in os.environ if k not in env})
-    changes.pop("PATH", None)  # shown as path_prepend
-    return dict(sorted(changes.items()))
+        session = dataclasses.replace(
+            session, channel=plan.channel, instructions=plan.instructions,
+            suppression=dict(plan.suppression), warnings=list(plan.warnings),
+            agent_session=plan.agent_session, resumable=plan.not_resumable is None,
+            not_resumable_reason=plan.not_resumable)
+    return Launch(session, new, adapter, plan, EnvChanges.between(os.environ, agent_env,
+                                                                   plan.path),
+                  run_as, target, run_dir, agent_dir,
+                  state.session_dir(home, session.id) / "state.json" if new else None)
 
 
 def launch(home: Path, request: RunRequest) -> int:
     """Run the agent to completion; its exit status (128+N when killed by signal N)."""
+    client = wiring.installed_client()
+    planned = prepare(home, request, client)
+    if request.dry_run:
+        print(json.dumps(planned.report(), indent=2, ensure_ascii=False))
+        return 0
+    return apply(home, planned, client)
+
+
+def apply(home: Path, launch: Launch, client: Path) -> int:
+    """Act on `launch`: freeze, wire, write, supervise, learn, clean up; the exit status."""
     from amux.launcher.supervise import AgentNotStarted, supervise
 
-    client = wiring.installed_client()
-    prepared = prepare(home, request, client)
-    session, plan = prepared.session, prepared.plan
-    if request.dry_run:
-        print(json.dumps(dry_run_report(prepared, home), indent=2, ensure_ascii=False))
-        return 0
-    if prepared.new:
+    session, plan = launch.session, launch.plan
+    if launch.new:
         state.save(home, session)
     for warning in plan.warnings:
         _warn(warning)
-    target = prepared.target
-    wired: wiring.Wired | None = None
-    grant = prepared.grant
-    run_dir: Path | None = None
+    issued = _wire(home, launch, client)
     try:
-        if plan.channel != "none" and prepared.binding is not None:
-            if target is None:
-                wired = _wire(home, prepared, client)
-            else:
-                grant, run_dir = _materialize(home, prepared, grant)
-        if target is not None and prepared.agent_files is not None:
-            _own_dir(prepared.agent_files, target)
-        planfiles.write(plan.files, target)  # before every launch, from the (frozen) plan
-        env = {**prepared.base_env, **plan.env}
-        if plan.path:
-            env["PATH"] = os.pathsep.join([*plan.path, prepared.base_env.get("PATH",
-                                                                           os.defpath)])
-        files = (prepared.adapter.session_files(env) if prepared.new and session.resumable
+        if launch.target is not None:
+            _own_dir(launch.agent_dir, launch.target)
+        planfiles.write(plan.files, launch.target)  # before every launch, from the plan
+        env = launch.env.applied(os.environ)
+        files = (launch.adapter.session_files(env) if launch.new and session.resumable
                  and session.agent_session is None else None)
         watch = agent_config.SessionWatch(files) if files is not None else None
-        run_as = None if target is None else RunAs(target.uid, target.gid, target.groups)
         try:
-            status = supervise(plan.argv, env, run_as=run_as,
+            status = supervise(list(plan.argv), env, run_as=launch.run_as,
                                on_start=None if watch is None else watch.start)
         except AgentNotStarted as problem:
             raise ClientError("invalid_argument", str(problem)) from None
         finally:
             if watch is not None:
-                _learn_session(home, session, watch, plan.argv)
-        print(closing_line(session, status), file=sys.stderr, flush=True)
+                session = _learn_session(home, session, watch, plan.argv)
+        print(closing_line(session, status, launch.adapter), file=sys.stderr, flush=True)
         return status
     finally:
-        unrevoked = wiring.unwire(wired) if wired is not None else None
-        if grant is not None:
-            unrevoked = wiring.revoke(grant)
-            if unrevoked is None and run_dir is not None:
-                remove(run_dir)  # else kept, so the next launch revokes the token
-        if unrevoked:
-            _warn(unrevoked)
+        if issued is not None and launch.run_dir is not None:
+            unrevoked = wiring.revoke(issued)
+            if unrevoked is None:
+                rundirs.remove(launch.run_dir.path)
+            else:  # kept, so the next launch revokes the token
+                _warn(unrevoked)
 
 
-def closing_line(session: state.SessionState, status: int) -> str:
+def _wire(home: Path, launch: Launch, client: Path) -> wiring.Issued | None:
+    """The agent's delegated token, in its run directory; None (and a warning: the
+    session's memory calls will fail) when there is none."""
+    run_dir, session = launch.run_dir, launch.session
+    if run_dir is None or session.binding is None:
+        return None
+    problem = None
+    try:
+        if launch.target is None:
+            issued = wiring.delegate(home, wiring.Binding(session.principal or "",
+                                                          session.binding))
+        else:
+            issued, problem = wiring.grant_for(home, launch.target.name, session.binding)
+    except wiring.NoMemory as reason:
+        _warn(f"{reason}; memory calls of this session will fail")
+        return None
+    try:
+        rundirs.make(run_dir, issued.token, client)
+    except BaseException:
+        wiring.revoke(issued)  # no token left behind by a run directory never used
+        rundirs.remove(run_dir.path)
+        raise
+    if problem is None and launch.target is None and not launch.new:
+        problem = wiring.check(run_dir.config)
+    if problem:
+        _warn(problem)
+    return issued
+
+
+def closing_line(session: state.SessionState, status: int, adapter: Adapter) -> str:
     """What amux says when the agent ended: the amux session and how to resume it. The
     agent's own resume hint (`claude --resume <uuid>`) would bypass the frozen state."""
     ended = f"amux run: session {session.id} ended (exit {status})"
     if not session.resumable:
         return f"{ended}; it cannot be resumed: {session.not_resumable_reason}"
-    if session.agent_session is None and session.adapter != "fallback":
+    if session.agent_session is None and adapter.tracks_sessions:
         return f"{ended}; it cannot be resumed: {session.adapter}'s own session id is unknown"
     return f"{ended}; resume it with: amux run --resume {session.id}"
 
 
 def _learn_session(home: Path, session: state.SessionState, watch: agent_config.SessionWatch,
-                   argv: list[str]) -> None:
-    """Record the agent's own session that its first run created, as the adapter picks it
-    from what the watch saw; none, and a warning, when it cannot tell."""
-    ref, warning = watch.finish(argv, os.getcwd())
-    session.agent_session = ref
+                   argv: tuple[str, ...]) -> state.SessionState:
+    """The session with the agent's own session that its first run created, as the adapter
+    picks it from what the watch saw (saved); none, and a warning, when it cannot tell."""
+    ref, warning = watch.finish(list(argv), os.getcwd())
     if warning:
         _warn(warning)
-        session.warnings.append(warning)
-    if ref is not None or warning:
-        state.save(home, session)
-
-
-def _wire(home: Path, prepared: Prepared, client: Path) -> wiring.Wired | None:
-    assert prepared.binding is not None
-    try:
-        wired = wiring.wire(home, prepared.session.id, prepared.binding, client)
-    except wiring.NoMemory as reason:
-        _warn(f"{reason}; memory calls of this session will fail")
-        return None
-    problem = wiring.check(wired) if not prepared.new else None
-    if problem:
-        _warn(problem)
-    return wired
-
-
-def _materialize(home: Path, prepared: Prepared, grant: wiring.Grant | None,
-                 ) -> tuple[wiring.Grant | None, Path | None]:
-    """An isolated run's token (a fresh one on resume) and its run directory."""
-    target, session = prepared.target, prepared.session
-    assert target is not None and session.binding is not None
-    if grant is None:
-        try:
-            grant, problem = wiring.grant_for(home, target.name, session.binding)
-        except wiring.NoMemory as reason:
-            _warn(f"{reason}; memory calls of this session will fail")
-            return None, None
-        if problem:
-            _warn(problem)
-    made = materialize(session.id, target, grant.hub, grant.token, grant.binding,
-                       grant.token_id, grant.principal, hub_uid=grant.connection.hub_uid)
-    return grant, made.run_dir
+    if ref is None and not warning:
+        return session
+    learned = dataclasses.replace(session, agent_session=ref,
+                                  warnings=[*session.warnings, *([warning] if warning else [])])
+    state.save(home, learned)
+    return learned
 
 
 def _own_dir(path: Path, target: Target) -> None:

@@ -1,52 +1,168 @@
-"""What every run directory records so a dead launcher's leftovers can be cleaned up.
+"""Run directories: where one agent run's connection to the Hub lives, plain or isolated.
 
-A run directory (non-isolated: `<AMUX_HOME>/run/agents/<id>`; isolated: under the
-runs root) holds `launcher.pid` and, when a delegated token was issued,
-`token.json` with the principal and token id (no secret), whether the launcher's
-principal delegated it to itself (`self`: only that principal may revoke it) and
-when it expires. The next launch finds the directories whose launcher is gone,
-revokes their tokens and removes them.
-"Gone" is judged by pid *and* start time (`amux.hub.pidfile`): a reused pid or an
-unreaped zombie does not keep a dead launcher's token alive.
+A run directory holds the agent's connection config (SPEC Appendix A, 0600: the Hub,
+a delegated token bound to the session's binding, the Hub's uid) and `bin/amux`, and
+records its launcher so a dead launcher's leftovers are cleaned up:
+
+    plain:     <AMUX_HOME>/run/agents/<session id>/     the launcher's, 0700
+                 launcher.pid, token.json, memory.json, bin/amux -> the installed client
+    isolated:  <runs root>/<session id>/                root-owned 0711; launcher.pid, token.json
+                 agent-config/                          root-owned 0711
+                   memory/                              the target's, 0700
+                     memory.json, bin/amux              the target's: a copy of the single-file
+                                                        standard-library client
+
+The runs root of isolated runs is outside the owner's 0700 home (`AMUX_RUNS_DIR`,
+default `/var/lib/amux/runs`), so the target reaches its own directory and nothing
+else; its copy of the client runs with the target's `python3` (3.9 or newer) without
+access to the amux installation.
+
+`launcher.pid` has the launcher's pid and start time, `token.json` the principal and
+token id (no secret), whether the launcher's principal delegated it to itself (`self`:
+only that principal may revoke it) and when it expires. "Gone" is judged by pid *and*
+start time (`amux.hub.pidfile`): a reused pid or an unreaped zombie does not keep a dead
+launcher's token alive.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import stat
+from dataclasses import dataclass
 from pathlib import Path
 
+from amux.client.bundle import build_client
+from amux.client.wire import ClientError
 from amux.hub import pidfile
 from amux.memory.durable import write_file_atomic
 
 CONFIG_NAME = "memory.json"
 """The agent's connection config inside its run directory."""
+DEFAULT_RUNS_ROOT = "/var/lib/amux/runs"
 
 
-def claim(run_dir: Path, principal: str, token_id: str | None, *, own: bool = False,
-          expires_at: object = None) -> None:
-    """Record this launcher (pid and start time) and the token to revoke once it is gone
-    (`own`: delegated by `principal` to itself; else by the Hub's owner)."""
+@dataclass(frozen=True)
+class RunDir:
+    """One run directory's layout; nothing exists until `make`."""
+
+    path: Path
+    """The run directory itself (`launcher.pid`, `token.json`), removed at cleanup."""
+    memory: Path
+    """The directory the agent reads: its connection config and `bin/amux`."""
+    owner: tuple[int, int] | None = None
+    """(uid, gid) of an isolated run's target, who owns `memory` and what it holds."""
+
+    @property
+    def config(self) -> Path:
+        return self.memory / CONFIG_NAME
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.memory / "bin"
+
+
+@dataclass(frozen=True)
+class Token:
+    """The delegated token a run directory gives its agent, and how to revoke it."""
+
+    principal: str
+    binding: str
+    token: str
+    """The secret: written only into the 0600 connection config."""
+    token_id: str
+    own: bool
+    """Delegated by `principal` to itself (`POST /v1/delegate`), else by the Hub's owner."""
+    expires_at: object
+    hub: str
+    """Where the agent reaches the Hub (an isolated run: the shared socket)."""
+    hub_uid: int
+    ca_file: str | None = None
+
+
+def plain_root(home: Path) -> Path:
+    return home / "run" / "agents"
+
+
+def runs_root() -> Path:
+    """Where isolated runs live: `AMUX_RUNS_DIR`, else /var/lib/amux/runs."""
+    return Path(os.environ.get("AMUX_RUNS_DIR") or DEFAULT_RUNS_ROOT)
+
+
+def plain(home: Path, session_id: str) -> RunDir:
+    run_dir = plain_root(home) / session_id
+    return RunDir(run_dir, run_dir)
+
+
+def isolated(session_id: str, owner: tuple[int, int]) -> RunDir:
+    run_dir = runs_root() / session_id
+    return RunDir(run_dir, run_dir / "agent-config" / "memory", owner)
+
+
+def make(run: RunDir, token: Token, client: Path) -> None:
+    """Write `run` for `token`: claim, connection config, and `bin/amux` (a link to the
+    installed `client`, or for an isolated run a copy its target can run). Whatever was
+    there before (a run directory of the same session id) is replaced."""
+    if run.owner is None:
+        run.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        shutil.rmtree(run.path, ignore_errors=True)
+        run.path.mkdir(mode=0o700)
+    else:
+        _make_runs_root()
+        shutil.rmtree(run.path, ignore_errors=True)
+        run.path.mkdir(mode=0o711)
+        run.memory.parent.mkdir(mode=0o711)
+        run.memory.mkdir(mode=0o700)
+    claim(run.path, token)
+    write_config(run.config, token)
+    run.bin_dir.mkdir(mode=0o700)
+    amux = run.bin_dir / "amux"
+    if run.owner is None:
+        amux.symlink_to(client)
+        return
+    build_client(amux).chmod(0o700)
+    for path in (run.memory, run.bin_dir, amux, run.config):
+        os.chown(path, *run.owner, follow_symlinks=False)
+
+
+def remove(run_dir: Path) -> None:
+    shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _make_runs_root() -> None:
+    """The runs root, created root-owned 0711 if missing, and reachable by other users."""
+    root = runs_root()
+    root.mkdir(mode=0o711, parents=True, exist_ok=True)
+    root.chmod(0o711)
+    for directory in [root, *root.parents]:
+        if not directory.stat().st_mode & stat.S_IXOTH:
+            raise ClientError("invalid_argument", f"the runs directory {root} is not "
+                              f"reachable by other users: {directory} is not traversable "
+                              "(set AMUX_RUNS_DIR to a directory under traversable ones)")
+
+
+def claim(run_dir: Path, token: Token) -> None:
+    """Record this launcher (pid and start time) and the token to revoke once it is gone."""
     (run_dir / "launcher.pid").write_text(pidfile.current().render())
-    if token_id is not None:
-        record: dict[str, object] = {"principal": principal, "token_id": token_id}
-        if own:
-            record.update({"self": True, "expires_at": expires_at})
-        (run_dir / "token.json").write_text(json.dumps(record) + "\n")
+    record: dict[str, object] = {"principal": token.principal, "token_id": token.token_id}
+    if token.own:
+        record.update({"self": True, "expires_at": token.expires_at})
+    (run_dir / "token.json").write_text(json.dumps(record) + "\n")
 
 
-def write_config(path: Path, hub: str, token: str, binding: str, ca_file: str | None = None,
-                 *, hub_uid: int) -> None:
+def write_config(path: Path, token: Token) -> None:
     """The agent's connection config (SPEC Appendix A), 0600, temp-and-replace.
 
     `hub_uid`, for a Unix socket, is the uid the agent's client requires of whoever
     listens there before it sends the token (`amux.client.connection`).
     """
-    config: dict[str, str | int] = {"version": 1, "hub": hub, "token": token,
-                                    "binding": binding}
-    if hub.startswith("unix:"):
-        config["hub_uid"] = hub_uid
-    if ca_file:
-        config["ca_file"] = ca_file
+    config: dict[str, str | int] = {"version": 1, "hub": token.hub, "token": token.token,
+                                    "binding": token.binding}
+    if token.hub.startswith("unix:"):
+        config["hub_uid"] = token.hub_uid
+    if token.ca_file:
+        config["ca_file"] = token.ca_file
     write_file_atomic(path, json.dumps(config).encode() + b"\n")
 
 
@@ -63,4 +179,3 @@ def stale(root: Path) -> list[tuple[Path, dict[str, object] | None]]:
             token = None
         found.append((run_dir, token if isinstance(token, dict) else None))
     return found
-

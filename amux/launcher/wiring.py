@@ -58,27 +58,12 @@ class Binding:
 
 
 @dataclass(frozen=True)
-class Wired:
-    """A run directory with the connection config and `bin/amux` for one agent run."""
+class Issued:
+    """A delegated token for one agent run, with the launcher's own connection, through
+    which it is revoked at cleanup."""
 
-    run_dir: Path
-    config_path: Path
-    bin_dir: Path
-    principal: str
-    token_id: str
-    """The agent's delegated token, revoked at cleanup."""
+    token: rundirs.Token
     connection: Connection
-    """How the launcher itself reaches the Hub (for the revocation)."""
-
-
-def runs_dir(home: Path) -> Path:
-    return home / "run" / "agents"
-
-
-def run_paths(home: Path, session_id: str) -> tuple[Path, Path]:
-    """A non-isolated run's connection config and its `bin/` (holding `amux`)."""
-    run_dir = runs_dir(home) / session_id
-    return run_dir / rundirs.CONFIG_NAME, run_dir / "bin"
 
 
 def agent_env(environ: Mapping[str, str]) -> dict[str, str]:
@@ -110,6 +95,31 @@ def resolve(home: Path, *, start_hub: bool = True,
     return Binding(str(answer["principal"]), str(answer["binding"]))
 
 
+def resolve_for(home: Path, name: str, *, start_hub: bool = True) -> Binding:
+    """The binding principal `name` (an isolated run's Unix user) has now, as the Hub
+    says, read-only (`principals` action `binding`): nothing is issued. `NoMemory` when
+    a run as that user would have none (memory off, no shared socket, no principal)."""
+    try:
+        connection = _connection(home, start_hub)
+        with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
+            status = hub.call("/v1/status", {})
+            if not status.get("memory_enabled"):
+                raise NoMemory(_reason(ClientError("memory_disabled", "")))
+            if not any(entry.get("kind") == "shared" for entry in status.get("listeners", [])):
+                raise NoMemory(
+                    "the Hub has no shared socket, so a run as another user cannot reach it: "
+                    "`amux system config set listeners.shared_socket /run/amux/hub.sock`, "
+                    "then restart the Hub; this session runs without amux memory")
+            answer = hub.call("/v1/admin/principals", {"action": "binding", "name": name})
+    except ClientError as error:
+        if error.code == "invalid_argument" and "principal" in error.message:
+            raise NoMemory(f"no amux principal for Unix user {name!r} ({error.message}); add "
+                           f"one with `amux principal add {name}`; this session runs without "
+                           "amux memory") from None
+        raise NoMemory(_reason(error)) from None
+    return Binding(str(answer["principal"]), str(answer["binding"]))
+
+
 def _reason(error: ClientError) -> str:
     if error.code == "memory_disabled":
         return ("memory is off on the Hub (memory.enabled = false): this session runs "
@@ -130,13 +140,13 @@ def installed_client() -> Path:
                       f"{sys.executable} nor on PATH; reinstall amux")
 
 
-def wire(home: Path, session_id: str, binding: Binding, client: Path) -> Wired:
-    """Delegate a token for `binding` and write the run directory for one agent run.
+def delegate(home: Path, binding: Binding) -> Issued:
+    """A token the launcher's own principal delegates to itself for `binding`.
 
-    The token is minted by the launcher's own principal for itself (`POST /v1/delegate`)
-    with the frozen binding as the one expected: a resumed session whose scope changed
-    gets `binding_mismatch`, a launcher holding a delegated token `forbidden`, memory
-    off `memory_disabled`; each is `NoMemory`, never the launcher's own token instead.
+    The frozen binding is the one expected: a resumed session whose scope changed gets
+    `binding_mismatch`, a launcher holding a delegated token `forbidden`, memory off
+    `memory_disabled`; each is `NoMemory`, never the launcher's own token instead.
+    Run directories of dead launchers of this principal are cleaned up first.
     """
     try:
         connection = _connection(home, start_hub=True)
@@ -145,26 +155,12 @@ def wire(home: Path, session_id: str, binding: Binding, client: Path) -> Wired:
                                                "ttl": TOKEN_TTL_SECONDS})
     except ClientError as error:
         raise NoMemory(_not_delegated(error)) from None
-    principal, token, token_id = (str(issued["principal"]), str(issued["token"]),
-                                  str(issued["token_id"]))
-    clean_stale_runs(home, connection, principal)
-    config_path, bin_dir = run_paths(home, session_id)
-    run_dir = config_path.parent
-    wired = Wired(run_dir, config_path, bin_dir, principal, token_id, connection)
-    try:
-        runs_dir(home).mkdir(mode=0o700, parents=True, exist_ok=True)
-        shutil.rmtree(run_dir, ignore_errors=True)
-        run_dir.mkdir(mode=0o700)
-        rundirs.claim(run_dir, principal, token_id, own=True,
-                      expires_at=issued.get("expires_at"))
-        rundirs.write_config(config_path, connection.hub, token, binding.binding,
-                             connection.ca_file, hub_uid=connection.hub_uid)
-        bin_dir.mkdir(mode=0o700)
-        (bin_dir / "amux").symlink_to(client)
-    except BaseException:
-        unwire(wired)  # no token left behind by a run directory that was never used
-        raise
-    return wired
+    token = rundirs.Token(str(issued["principal"]), binding.binding, str(issued["token"]),
+                          str(issued["token_id"]), own=True,
+                          expires_at=issued.get("expires_at"), hub=connection.hub,
+                          hub_uid=connection.hub_uid, ca_file=connection.ca_file)
+    clean_stale_runs(home, connection, token.principal)
+    return Issued(token, connection)
 
 
 def _not_delegated(error: ClientError) -> str:
@@ -175,26 +171,11 @@ def _not_delegated(error: ClientError) -> str:
     return f"no delegated token for this session ({error.code}: {error.message})"
 
 
-@dataclass(frozen=True)
-class Grant:
-    """A delegated token for another user's principal, and where that user reaches the Hub."""
-
-    principal: str
-    binding: str
-    token: str
-    token_id: str
-    hub: str
-    """The Hub's shared socket (other Unix users cannot reach the owner socket)."""
-    connection: Connection
-    """The launcher's own (owner) connection, for the revocation; its `hub_uid` is the
-    uid the agent's client requires of the shared socket's listener."""
-
-
-def grant_for(home: Path, name: str, binding: str | None) -> tuple[Grant, str | None]:
-    """Delegate a token for principal `name` (an isolated run's user), bound to `binding`
-    or, for a new session, to the principal's scope now. Returns it with the reason its
-    calls would fail (a resumed session keeps its token even then); `NoMemory` when there
-    is no memory to wire at all."""
+def grant_for(home: Path, name: str, binding: str) -> tuple[Issued, str | None]:
+    """A token the Hub's owner delegates to principal `name` (an isolated run's user),
+    bound to `binding`, for the Hub's shared socket (other Unix users cannot reach the
+    owner socket). Returns it with the reason its calls would fail (the session keeps
+    its token even then); `NoMemory` when none can be issued."""
     try:
         connection = _connection(home, start_hub=True)
         clean_stale_runs(home, connection)
@@ -203,74 +184,35 @@ def grant_for(home: Path, name: str, binding: str | None) -> tuple[Grant, str | 
             shared = next((entry["address"] for entry in status.get("listeners", [])
                            if entry.get("kind") == "shared"), None)
             if shared is None:
-                raise NoMemory(
-                    "the Hub has no shared socket, so a run as another user cannot reach it: "
-                    "`amux system config set listeners.shared_socket /run/amux/hub.sock`, "
-                    "then restart the Hub; this session runs without amux memory")
-            request: dict[str, object] = {"action": "delegate", "name": name,
-                                          "ttl": TOKEN_TTL_SECONDS}
-            if binding is not None:
-                request["binding"] = binding
-            issued = hub.call("/v1/admin/principals", request)
+                raise NoMemory("the Hub has no shared socket, so a run as another user cannot "
+                               "reach it (listeners.shared_socket)")
+            issued = hub.call("/v1/admin/principals", {
+                "action": "delegate", "name": name, "ttl": TOKEN_TTL_SECONDS,
+                "binding": binding})
     except ClientError as error:
-        if error.code == "invalid_argument" and "principal" in error.message:
-            raise NoMemory(f"no amux principal for Unix user {name!r} ({error.message}); add "
-                           f"one with `amux principal add {name}`; this session runs without "
-                           "amux memory") from None
         raise NoMemory(_reason(error)) from None
-    grant = Grant(str(issued["principal"]), binding or "", str(issued["token"]),
-                  str(issued["token_id"]), str(shared), connection)
+    token = rundirs.Token(str(issued["principal"]), binding, str(issued["token"]),
+                          str(issued["token_id"]), own=False,
+                          expires_at=issued.get("expires_at"), hub=str(shared),
+                          hub_uid=connection.hub_uid)
+    grant = Issued(token, connection)
     try:
-        with HubClient(Connection(grant.hub, grant.token, binding, None, "isolated run",
+        with HubClient(Connection(token.hub, token.token, binding, None, "isolated run",
                                   connection.hub_uid),
                        timeout=DISCOVERY_TIMEOUT_SECONDS) as agent:
-            answer = agent.call("/v1/binding", {})
+            agent.call("/v1/binding", {})
     except ClientError as error:
-        if binding is None:  # a new session: no memory, and no token left behind
-            _revoke(connection, grant.principal, grant.token_id, own=False)
-            raise NoMemory(_reason(error)) from None
         return grant, (f"memory calls of this session will fail until this is fixed: "
                        f"{error.code}: {error.message}")
-    return Grant(grant.principal, str(answer["binding"]), grant.token, grant.token_id,
-                 grant.hub, connection), None
+    return grant, None
 
 
-def preview_for(home: Path, name: str) -> Binding:
-    """What `grant_for` would bind, read-only (for `--dry-run`): nothing is issued."""
-    from amux.memory.scope import Identity, resolve_scope
-
-    try:
-        connection = _connection(home, start_hub=False)
-        with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
-            status = hub.call("/v1/status", {})
-            principals = hub.call("/v1/admin/principals", {"action": "list"})["principals"]
-    except ClientError as error:
-        raise NoMemory(_reason(error)) from None
-    if not status.get("memory_enabled"):
-        raise NoMemory(_reason(ClientError("memory_disabled", "")))
-    if not any(entry.get("kind") == "shared" for entry in status.get("listeners", [])):
-        raise NoMemory("the Hub has no shared socket, so a run as another user cannot reach "
-                       "it (listeners.shared_socket)")
-    principal = next((str(entry["principal"]) for entry in principals
-                      if name == entry["principal"] or name in entry.get("aliases", [])), None)
-    if principal is None:
-        raise NoMemory(f"no amux principal for Unix user {name!r}; add one with "
-                       f"`amux principal add {name}`")
-    scope = resolve_scope(Identity(principal), isolation=bool(status["isolation_enabled"]))
-    return Binding(principal, scope.binding)
-
-
-def revoke(grant: Grant) -> str | None:
-    """Revoke an isolated run's token; the warning when that failed (as `unwire`)."""
-    return _revoke(grant.connection, grant.principal, grant.token_id, own=False)
-
-
-def check(wired: Wired) -> str | None:
+def check(config: Path) -> str | None:
     """One call with the agent's own credential: the reason its memory calls will fail."""
     try:
         from amux.client.connection import read_config
 
-        agent = read_config(wired.config_path, "run", None)
+        agent = read_config(config, "run", None)
         with HubClient(agent, timeout=DISCOVERY_TIMEOUT_SECONDS) as client:
             client.call("/v1/binding", {})
     except ClientError as error:
@@ -279,17 +221,13 @@ def check(wired: Wired) -> str | None:
     return None
 
 
-def unwire(wired: Wired) -> str | None:
-    """Revoke the delegated token, then remove the run directory; never raises.
-
-    A revocation that fails (the Hub is gone, or cannot save: `storage_unavailable`)
-    keeps the directory, whose `launcher.pid` and `token.json` let the next launch
-    retry it (`clean_stale_runs`), and returns the warning that says so.
-    """
-    problem = _revoke(wired.connection, wired.principal, wired.token_id, own=True)
-    if problem is None:
-        shutil.rmtree(wired.run_dir, ignore_errors=True)
-    return problem
+def revoke(issued: Issued) -> str | None:
+    """Revoke a run's delegated token; never raises. None when it is gone, else the warning:
+    a revocation that fails (the Hub is gone, or cannot save: `storage_unavailable`) leaves
+    the token valid, and its run directory must be kept, whose `launcher.pid` and
+    `token.json` let the next launch retry it (`clean_stale_runs`)."""
+    token = issued.token
+    return _revoke(issued.connection, token.principal, token.token_id, own=token.own)
 
 
 def _revoke(connection: Connection, principal: str, token_id: str, *, own: bool,
@@ -323,9 +261,7 @@ def clean_stale_runs(home: Path, connection: Connection, principal: str | None =
     one of another principal (`principal`: ours; None: unknown) is kept for a launch of
     that principal, and removed without a call once its TTL has passed.
     """
-    from amux.materializer.rundir import runs_root
-
-    for root in (runs_dir(home), runs_root(create=False)):
+    for root in (rundirs.plain_root(home), rundirs.runs_root()):
         with contextlib.suppress(OSError):
             for run_dir, token in rundirs.stale(root):
                 if token is not None and not _expired(token):

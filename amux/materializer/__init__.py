@@ -1,3 +1,4 @@
-"""Isolated launches as another Unix user (`amux run --as-user`): the target and its
-environment (`target`), and the run directory holding the single-file client copy and a
-0600 connection config owned by the target (`rundir`). See docs/isolation.md."""
+"""Isolated launches as another Unix user (`amux run --as-user`): the target user and
+the environment its agent starts from (`target`). Its run directory, with the client
+copy and the connection config the target owns, is `amux.launcher.rundirs`'. See
+docs/isolation.md."""

@@ -1,11 +1,12 @@
 """The Unix user an isolated run belongs to, and the environment its agent gets.
 
 The agent runs with the target's UID, GID and supplementary groups, in the
-target's own home: `HOME`, `USER`, `LOGNAME`, `SHELL` are the target's,
-`CODEX_HOME` is `<home>/.codex`, `PI_CODING_AGENT_DIR` is `<home>/.pi/agent`,
-`CLAUDE_CONFIG_DIR` is cleared (Claude then uses `<home>/.claude`). Nothing of
+target's own home: `HOME`, `USER`, `LOGNAME`, `SHELL` are the target's, and
+each adapter resets what its agent reads its config from (`Adapter.isolated_env`:
+`CODEX_HOME` is `<home>/.codex`, `PI_CODING_AGENT_DIR` `<home>/.pi/agent`,
+`CLAUDE_CONFIG_DIR` is cleared). Nothing of
 the service's identity or secrets passes: every `AMUX_*` variable, the service's
-XDG directories and agent homes, SSH/sudo/GPG agents, and every variable whose
+XDG directories, SSH/sudo/GPG agents, and every variable whose
 name looks like a credential (key, token, secret, password, auth, cookie…) are
 dropped. Agent credentials for the target are provisioned explicitly: in the
 target's own home (`~/.codex/auth.json`, `~/.claude/…`, `~/.pi/agent/…`), or
@@ -27,8 +28,7 @@ from amux.client.wire import ClientError
 _SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|CERT", re.IGNORECASE)
 _DROPPED_PREFIXES = ("AMUX_", "XDG_", "SSH_", "SUDO_", "GPG_", "GNUPG", "KRB5", "DBUS_")
-_DROPPED = frozenset({"CLAUDE_CONFIG_DIR", "CODEX_HOME", "PI_CODING_AGENT_DIR", "HOME", "USER",
-                      "LOGNAME", "SHELL", "MAIL", "OLDPWD", "PWD", "VIRTUAL_ENV",
+_DROPPED = frozenset({"HOME", "USER", "LOGNAME", "SHELL", "MAIL", "OLDPWD", "PWD", "VIRTUAL_ENV",
                       "PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE",
                       "NODE_OPTIONS", "NPM_CONFIG_USERCONFIG", "LD_PRELOAD",
                       "LD_LIBRARY_PATH"})
@@ -59,9 +59,10 @@ class Target:
         return [grp.getgrgid(gid).gr_name for gid in self.groups]
 
 
-def isolated_env(base: Mapping[str, str], target: Target,
-                 passed: tuple[str, ...] = ()) -> dict[str, str]:
-    """The environment an isolated agent starts from (module docstring says what and why)."""
+def isolated_env(base: Mapping[str, str], target: Target, passed: tuple[str, ...] = (),
+                 resets: Mapping[str, str | None] | None = None) -> dict[str, str]:
+    """The environment an isolated agent starts from (module docstring says what and why);
+    `resets`: the adapters' (a value to set, None to remove)."""
     env: dict[str, str] = {}
     for name, value in base.items():
         if name in passed:
@@ -72,8 +73,12 @@ def isolated_env(base: Mapping[str, str], target: Target,
         else:
             env[name] = value
     env.update({"HOME": target.home, "USER": target.name, "LOGNAME": target.name,
-                "SHELL": target.shell, "CODEX_HOME": os.path.join(target.home, ".codex"),
-                "PI_CODING_AGENT_DIR": os.path.join(target.home, ".pi", "agent")})
+                "SHELL": target.shell})
+    for name, reset in (resets or {}).items():
+        if reset is None:
+            env.pop(name, None)
+        else:
+            env[name] = reset
     env["PATH"] = dedupe_path(base.get("PATH", os.defpath))
     return env
 

@@ -1,4 +1,4 @@
-"""Which Codex thread a run created (`pick_thread`), from what the launcher saw: the new
+"""Codex's plan (its `-c` overrides), and which Codex thread a run created (`pick_thread`), from what the launcher saw: the new
 rollouts, their first lines, and which of them the launched process tree held open. Two
 Codex runs in one directory at once must never swap ids; when it cannot tell, no id.
 The real Codex runs concurrently in tests/e2e/test_codex.py."""
@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+
+import tomlkit
 
 from amux.adapters import ADAPTERS
 from amux.adapters.base import AgentRequest, FinishedRun, Memory, SessionFile
@@ -106,7 +108,21 @@ def test_exec_ephemeral_is_never_resumable() -> None:
         plan = ADAPTERS["codex"].plan(AgentRequest(
             executable="/usr/bin/codex", args=("exec", "--ephemeral", "hi"), memory=memory))
         assert plan.not_resumable is not None and "--ephemeral" in plan.not_resumable
-        assert plan.argv[-3:] == ["exec", "--ephemeral", "hi"]
+        assert plan.argv[-3:] == ("exec", "--ephemeral", "hi")
     plan = ADAPTERS["codex"].plan(AgentRequest(
         executable="/usr/bin/codex", args=("exec", "hi"), memory=MEMORY))
     assert plan.not_resumable is None
+
+
+def test_overrides_go_before_the_subcommand_with_instructions_as_toml() -> None:
+    plan = ADAPTERS["codex"].plan(AgentRequest(
+        executable="/usr/bin/codex", args=("exec", "hello"), memory=MEMORY,
+        user_instructions=('Say "hi".',)))
+    assert plan.argv[-2:] == ("exec", "hello") and plan.argv.count("exec") == 1
+    value = next(a.partition("=")[2] for a in plan.argv
+                 if a.startswith("developer_instructions="))
+    assert tomlkit.parse(f"v = {value}")["v"] == plan.instructions
+    assert plan.argv[plan.argv.index(f"developer_instructions={value}") - 1] == "-c"
+    assert 'mcp_servers.amux.default_tools_approval_mode="approve"' in plan.argv
+    for setting in plan.suppression["argv"]:
+        assert plan.argv[plan.argv.index(setting) - 1] == "-c"

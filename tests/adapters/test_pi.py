@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from amux.adapters.base import AgentRequest, LaunchPlan, Memory, ResumeFlagRefused
+from amux.adapters.base import AgentRequest, LaunchPlan, Memory, PlanFile, ResumeFlagRefused
 from amux.adapters.pi import EPHEMERAL, PiAdapter
 from amux.protocol.render import render
 from tests.adapters.test_hooks import FakeProbe
@@ -91,14 +91,14 @@ def test_the_merged_text_goes_to_pi_as_a_file() -> None:
     launch = plan("-p", "--append-system-prompt", "extra.md", "hi", user=("From a file.",))
     path = f"{SESSION_DIR}/pi-append-system.md"
     assert launch.instructions == f"From a file.\n\n{render('cli')}"
-    assert launch.files == {path: launch.instructions}
-    assert launch.argv == ["/usr/bin/pi", "--session", f"{SESSION_DIR}/pi-session.jsonl",
-                           "--append-system-prompt", path, "-p", "hi"]
+    assert launch.files == (PlanFile(path, launch.instructions or ""),)
+    assert launch.argv == ("/usr/bin/pi", "--session", f"{SESSION_DIR}/pi-session.jsonl",
+                           "--append-system-prompt", path, "-p", "hi")
     again = plan("-p", "--append-system-prompt", "other.md", "more", resume=True,
                  frozen=launch.instructions)
     assert again.files == launch.files  # rewritten from the frozen text on every launch
     no_dir = PI.plan(AgentRequest(executable="/usr/bin/pi", args=(), memory=MEMORY))
-    assert no_dir.files == {} and no_dir.argv[-1] == no_dir.instructions
+    assert no_dir.files == () and no_dir.argv[-1] == no_dir.instructions
 
 
 @pytest.mark.parametrize("memory", [MEMORY, None])

@@ -17,8 +17,6 @@ from pathlib import Path
 import pytest
 
 from amux.launcher import rundirs, wiring
-from amux.materializer.rundir import materialize
-from amux.materializer.target import Target
 from tests.hostile import throwaway_user
 from tests.hubproc import HubProcess
 
@@ -27,14 +25,22 @@ def test_a_wired_run_names_the_uid_of_the_hub(memory_hub: HubProcess,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AMUX_HOME", str(memory_hub.home))
     home = memory_hub.home
-    wired = wiring.wire(home, "s-hub-uid", wiring.resolve(home), Path("/bin/true"))
+    issued = wiring.delegate(home, wiring.resolve(home))
+    run = rundirs.plain(home, "s-hub-uid")
+    rundirs.make(run, issued.token, Path("/bin/true"))
     try:
-        config = json.loads(wired.config_path.read_text())
+        config = json.loads(run.config.read_text())
         owner = os.stat(home / "credentials" / "owner.json").st_uid  # written by the Hub
         assert (config["hub"], config["hub_uid"]) == (f"unix:{memory_hub.socket_path}", owner)
-        assert wiring.check(wired) is None  # and the agent's client accepts that Hub
+        assert wiring.check(run.config) is None  # and the agent's client accepts that Hub
     finally:
-        wiring.unwire(wired)
+        assert wiring.revoke(issued) is None
+        rundirs.remove(run.path)
+
+
+def token(hub: str, hub_uid: int) -> rundirs.Token:
+    return rundirs.Token("alice", "global", "t", "tid", own=False, expires_at=None, hub=hub,
+                         hub_uid=hub_uid)
 
 
 @pytest.fixture
@@ -48,15 +54,16 @@ def runs_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 
 def test_an_isolated_runs_config_names_the_uid_of_the_hub(runs_dir: Path) -> None:
     with throwaway_user() as user:
-        made = materialize("s-hub-uid", Target.lookup(user.pw_name), "unix:/run/amux/hub.sock",
-                           "token", "global", None, user.pw_name, hub_uid=os.geteuid())
-        assert os.stat(made.config).st_uid == user.pw_uid  # the agent's file, not the Hub's
-        assert json.loads(made.config.read_text())["hub_uid"] == os.geteuid()
+        run = rundirs.isolated("s-hub-uid", (user.pw_uid, user.pw_gid))
+        rundirs.make(run, token("unix:/run/amux/hub.sock", os.geteuid()), Path("/bin/true"))
+        assert os.stat(run.config).st_uid == user.pw_uid  # the agent's file, not the Hub's
+        assert json.loads(run.config.read_text())["hub_uid"] == os.geteuid()
+        assert os.stat(run.bin_dir / "amux").st_uid == user.pw_uid  # its own client copy
 
 
 def test_hub_uid_is_written_for_unix_sockets_only(tmp_path: Path) -> None:
     for hub, expected in (("unix:/x.sock", {"hub_uid": 7}), ("https://h:1", {})):
         path = tmp_path / "memory.json"
-        rundirs.write_config(path, hub, "t", "global", hub_uid=7)
+        rundirs.write_config(path, token(hub, 7))
         config = json.loads(path.read_text())
         assert {k: v for k, v in config.items() if k == "hub_uid"} == expected

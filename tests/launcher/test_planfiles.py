@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from amux.adapters.base import PlanFile
 from amux.client.wire import ClientError
 from amux.launcher import planfiles
 from amux.materializer.target import Target
@@ -23,7 +24,7 @@ def target(home: Path) -> Target:
 def test_written_private_and_replaced_whole(tmp_path: Path) -> None:
     path = tmp_path / "pi-append-system.md"
     path.write_text("old and longer text")
-    planfiles.write({str(path): "é new"}, None)
+    planfiles.write([PlanFile(str(path), "é new")], None)
     assert path.read_text(encoding="utf-8") == "é new"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
 
@@ -31,7 +32,7 @@ def test_written_private_and_replaced_whole(tmp_path: Path) -> None:
 def test_an_isolated_runs_file_is_the_targets(tmp_path: Path) -> None:
     session = tmp_path / ".amux" / "sessions" / "s"
     session.mkdir(parents=True)
-    planfiles.write({str(session / "f.md"): "text"}, target(tmp_path))
+    planfiles.write([PlanFile(str(session / "f.md"), "text")], target(tmp_path))
     info = (session / "f.md").stat()
     assert (info.st_uid, info.st_gid) == (UID, GID) and stat.S_IMODE(info.st_mode) == 0o600
 
@@ -42,5 +43,6 @@ def test_a_link_below_the_targets_home_is_refused(tmp_path: Path) -> None:
     home.mkdir()
     (home / ".amux").symlink_to(elsewhere)
     with pytest.raises(ClientError, match="cannot write"):
-        planfiles.write({str(home / ".amux" / "sessions" / "s" / "f.md"): "x"}, target(home))
+        planfiles.write([PlanFile(str(home / ".amux" / "sessions" / "s" / "f.md"), "x")],
+                        target(home))
     assert list((elsewhere / "sessions" / "s").iterdir()) == []

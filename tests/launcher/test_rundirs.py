@@ -43,7 +43,7 @@ def delegated(hub: HubProcess) -> dict[str, str]:
 
 
 def run_dir(home: Path, name: str, launcher: str, token: dict[str, str] | None) -> Path:
-    directory = wiring.runs_dir(home) / name
+    directory = rundirs.plain_root(home) / name
     directory.mkdir(parents=True)
     (directory / "launcher.pid").write_text(launcher)
     if token is not None:
@@ -115,17 +115,18 @@ def test_a_token_the_hub_cannot_revoke_keeps_its_run_directory(
             token = delegated(hub)
             stale = run_dir(hub.home, "stale", "999999999\n", token)
             active = run_dir(hub.home, "active", pidfile.current().render(), token)
-            wired = wiring.Wired(active, active / rundirs.CONFIG_NAME, active / "bin",
-                                 token["principal"], token["token_id"], connection)
+            issued = wiring.Issued(rundirs.Token(
+                token["principal"], "global", token["token"], token["token_id"], own=False,
+                expires_at=None, hub=connection.hub, hub_uid=connection.hub_uid), connection)
             filler = fill(mount)
             wiring.clean_stale_runs(hub.home, connection)
             assert stale.exists() and valid(hub, token)
-            warning = wiring.unwire(wired)  # the session ends while the disk is full
+            warning = wiring.revoke(issued)  # the session ends while the disk is full
             assert warning is not None and "storage_unavailable" in warning
             assert "not revoked" in warning and active.exists() and valid(hub, token)
             filler.unlink()
             wiring.clean_stale_runs(hub.home, connection)
             assert not stale.exists() and not valid(hub, token)
-            assert wiring.unwire(wired) is None and not active.exists()
+            assert wiring.revoke(issued) is None
         finally:
             hub.stop()

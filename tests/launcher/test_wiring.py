@@ -89,7 +89,7 @@ class Launch:
         return session.name
 
     def run_dirs(self) -> list[Path]:
-        root = wiring.runs_dir(self.home)
+        root = rundirs.plain_root(self.home)
         return sorted(root.iterdir()) if root.is_dir() else []
 
 
@@ -150,7 +150,7 @@ def assert_agent_had_its_own_token(record: dict[str, Any], launch: Launch, login
     assert "AMUX_TOKEN" not in env and "AMUX_HUB" not in env
     assert "AMUX_MEMORY_BINDING" not in env
     assert login not in json.dumps(env)  # nowhere in the environment
-    assert env["AMUX_MEMORY_CONFIG"].startswith(str(wiring.runs_dir(launch.home)))
+    assert env["AMUX_MEMORY_CONFIG"].startswith(str(rundirs.plain_root(launch.home)))
     config = record["config"]
     assert record["config_mode"] == 0o600
     assert config["token"] != login and config["binding"] == binding
@@ -226,10 +226,11 @@ def test_stale_self_delegated_tokens_are_revoked_by_their_own_principal(
     for name, issued, expires in (("mine", mine, mine["expires_at"]),
                                   ("hers", hers, hers["expires_at"]),
                                   ("expired", hers, time.time() - 1)):
-        directory = wiring.runs_dir(memory_hub.home) / name
+        directory = rundirs.plain_root(memory_hub.home) / name
         directory.mkdir(parents=True)
-        rundirs.claim(directory, issued["principal"], issued["token_id"], own=True,
-                      expires_at=expires)
+        rundirs.claim(directory, rundirs.Token(
+            issued["principal"], "global", issued["token"], issued["token_id"], own=True,
+            expires_at=expires, hub=owner.hub, hub_uid=owner.hub_uid))
         (directory / "launcher.pid").write_text("999999999\n")  # its launcher is gone
         directories[name] = directory
     wiring.clean_stale_runs(memory_hub.home, owner, mine["principal"])
