@@ -15,7 +15,15 @@ from amux import __version__
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The `amux` command; a bug is one stderr line and a logged traceback
+    (`amux.client.cli.last_resort`: `AMUX_DEBUG=1` re-raises it)."""
+    from amux.client.cli import last_resort
+
     args = sys.argv[1:] if argv is None else argv
+    return last_resort(lambda: _dispatch(args))
+
+
+def _dispatch(args: list[str]) -> int:
     if args[:1] == ["memory"]:
         from amux.cli.pretty import render
         from amux.client.cli import main as memory

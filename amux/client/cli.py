@@ -2,13 +2,15 @@
 
 JSON on stdout by default (compact, bounded: what agents read); `--pretty` for
 people. An error prints its Appendix A JSON on stdout, one human line on stderr,
-and exits with its code's exit status. Standard library only, like the rest of
-`amux.client`: it runs inside isolated runs as another user's `python3`.
+and exits with its code's exit status. A bug is one stderr line and a logged
+traceback (`last_resort`). Standard library only, like the rest of `amux.client`:
+it runs inside isolated runs as another user's `python3`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from amux.client.args import Arg, Command, Parser
@@ -194,12 +196,122 @@ def report(prog: str, error: ClientError, render: Render | None = None) -> int:
     return error.exit_code
 
 
+CRASH_LOG_MAX_BYTES = 1024 * 1024
+"""The crash log moves to `cli-errors.log.1` (replacing it) before it would pass this."""
+CRASH_ENTRY_MAX_CHARS = 64 * 1024
+SUMMARY_MAX_CHARS = 300
+
+
+def crash_log_path() -> str:
+    """`<AMUX_HOME>/log/cli-errors.log`, where `last_resort` appends tracebacks."""
+    from amux.client.home import home_dir
+
+    return os.path.join(home_dir(), "log", "cli-errors.log")
+
+
+def last_resort(entry: Callable[[], int]) -> int:
+    """Run a command's entry point so that a bug never shows the user a traceback.
+
+    An unexpected exception prints one stderr line, `amux: internal: <Type>: <message>
+    (a bug; details in <log>)`, appends the traceback to `crash_log_path()` (dir 0700,
+    file 0600) and returns 1. Ctrl-C returns 130 and a closed stdout (BrokenPipeError)
+    141, both quietly; SystemExit passes through. With `AMUX_DEBUG=1` a bug is
+    re-raised instead, traceback and all (for developers).
+    """
+    try:
+        return entry()
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:
+        if isinstance(exc, BrokenPipeError) and _stdout_closed():
+            _silence_stdout()
+            return 141
+        if os.environ.get("AMUX_DEBUG", "") not in ("", "0"):
+            raise
+        _report_bug(exc)
+        return 1
+
+
+def _report_bug(exc: BaseException) -> None:
+    import contextlib
+
+    summary = " ".join(f"{type(exc).__name__}: {exc}".split())
+    if len(summary) > SUMMARY_MAX_CHARS:
+        summary = summary[:SUMMARY_MAX_CHARS] + "…"
+    try:
+        where = f"details in {_log_crash(exc)}"
+    except Exception as why:  # the home may be unwritable, or not even computable
+        where = f"its traceback could not be logged: {type(why).__name__}: {why}"
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # stderr gone too
+        print(f"amux: internal: {summary} (a bug; {where})", file=sys.stderr)
+
+
+def _log_crash(exc: BaseException) -> str:
+    """Append `exc`'s traceback to the crash log, rotating it first when full; its path."""
+    import time
+    import traceback
+
+    from amux import __version__
+
+    path = crash_log_path()
+    for directory in (os.path.dirname(os.path.dirname(path)), os.path.dirname(path)):
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    data = (f"--- {time.strftime('%Y-%m-%dT%H:%M:%S%z')} pid {os.getpid()} amux "
+            f"{__version__} python {sys.version.split()[0]}\nargv: {sys.argv!r}\n"
+            f"{trace[-CRASH_ENTRY_MAX_CHARS:]}\n").encode("utf-8", "replace")
+    try:
+        full = os.lstat(path).st_size + len(data) > CRASH_LOG_MAX_BYTES
+    except FileNotFoundError:
+        full = False
+    if full:
+        os.replace(path, path + ".1")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    finally:
+        os.close(fd)
+    return path
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe or socket whose reader has gone (poll says so)."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # no real stdout: the pipe was another
+        return False
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        return any(mask & (select.POLLERR | select.POLLHUP) for _fd, mask in poller.poll(0))
+    except (AttributeError, OSError, ValueError):  # no poll here: assume it was stdout
+        return True
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so flushing it at exit cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (AttributeError, OSError, ValueError):
+        pass
+
+
 def main(argv: list[str] | None = None, pretty: Render = _indented) -> int:
-    if (sys.argv[1:] if argv is None else argv) == ["mcp"]:
+    """`amux memory …` (and the single-file client's entry), behind `last_resort`."""
+    arguments = sys.argv[1:] if argv is None else argv
+    return last_resort(lambda: _memory(arguments, pretty))
+
+
+def _memory(arguments: list[str], pretty: Render) -> int:
+    if arguments == ["mcp"]:
         from amux.client.mcp import main as serve_mcp
 
         return serve_mcp()
-    arguments = sys.argv[1:] if argv is None else argv
     return run("amux memory", PARSER.parse, arguments, _run, pretty)
 
 

@@ -1,8 +1,10 @@
-"""The client's half of the wire contract (SPEC Appendix A): exit codes and errors.
+"""The wire contract of SPEC Appendix A: the error table, `ClientError` and `encode`.
 
-The client imports only the standard library, so it cannot use
-`amux.memory.errors`; `tests/client/test_wire.py` keeps this table equal to
-`amux.memory.errors.ERROR_TABLE`.
+`ERROR_TABLE` is the only copy of the code → (HTTP status, exit code) mapping: the
+store's error classes (`amux.memory.errors`) take their status and exit code from
+it, the Hub answers with that status and the CLI exits with that code. It lives
+here because the client imports only the standard library. Codes are public:
+add, never rename.
 """
 
 from __future__ import annotations
@@ -13,22 +15,23 @@ TYPE_CHECKING = False  # `typing` is not imported at run time: see connection.py
 if TYPE_CHECKING:
     from typing import Any
 
-EXIT_CODES: dict[str, int] = {
-    "invalid_argument": 2,
-    "invalid_path": 2,
-    "not_utf8": 2,
-    "revision_conflict": 3,
-    "memory_disabled": 4,
-    "hub_unreachable": 4,
-    "hub_busy": 4,
-    "unauthenticated": 5,
-    "forbidden": 5,
-    "binding_mismatch": 5,
-    "quota_exceeded": 6,
-    "secret_detected": 7,
-    "not_found": 1,
-    "storage_unavailable": 8,
-    "internal": 1,
+ERROR_TABLE: dict[str, tuple[int | None, int]] = {
+    # code: (HTTP status, or None when no Hub answered; CLI exit code)
+    "invalid_argument": (400, 2),
+    "invalid_path": (400, 2),
+    "not_utf8": (400, 2),
+    "revision_conflict": (409, 3),
+    "memory_disabled": (503, 4),
+    "hub_unreachable": (None, 4),
+    "hub_busy": (503, 4),
+    "unauthenticated": (401, 5),
+    "forbidden": (403, 5),
+    "binding_mismatch": (403, 5),
+    "quota_exceeded": (413, 6),
+    "secret_detected": (422, 7),
+    "not_found": (404, 1),
+    "storage_unavailable": (507, 8),
+    "internal": (500, 1),
 }
 
 
@@ -43,12 +46,19 @@ class ClientError(Exception):
 
     @property
     def exit_code(self) -> int:
-        return EXIT_CODES.get(self.code, 1)
+        """The code's exit status; 1 for a code this client does not know."""
+        return ERROR_TABLE.get(self.code, (None, 1))[1]
 
     def to_wire(self) -> dict[str, Any]:
         return {"error": {"code": self.code, "message": self.message, **self.details}}
 
 
 def encode(value: Any) -> bytes:
-    """Compact UTF-8 JSON exactly as the Hub writes it."""
+    """Compact JSON as Appendix A serializes it: UTF-8, `separators=(",", ":")`,
+    `ensure_ascii=False`. Response budgets count these bytes (`encoded_size`)."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def encoded_size(value: Any) -> int:
+    """Bytes `encode(value)` would produce."""
+    return len(encode(value))

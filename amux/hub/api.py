@@ -3,7 +3,7 @@
 Every request is authenticated by its bearer token, the scope is recomputed from
 the authenticated principal and the isolation policy on every call, delegated or
 declared bindings are checked against it, and errors come back as the JSON of
-SPEC Appendix A with the status from `amux.memory.errors.ERROR_TABLE`. The HTTP
+SPEC Appendix A with the status from `amux.client.wire.ERROR_TABLE`. The HTTP
 layer (`amux.hub.loop`, `amux.hub.http`) only turns bytes into a `Request` and a
 `Response` back into bytes.
 
@@ -42,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from amux.client.wire import encode
 from amux.hub.config import ConfigFile, HubConfig
 from amux.hub.identities import (
     LOGIN,
@@ -53,7 +54,6 @@ from amux.hub.identities import (
     check_binding_value,
     check_name,
 )
-from amux.memory import wire
 from amux.memory.errors import (
     AmuxError,
     Forbidden,
@@ -101,11 +101,11 @@ class Response:
 
 
 def _ok(value: Any) -> Response:
-    return Response(200, wire.encode(value))
+    return Response(200, encode(value))
 
 
 def _error(error: AmuxError) -> Response:
-    return Response(error.http_status or 500, wire.encode(error.to_wire()))
+    return Response(error.http_status or 500, encode(error.to_wire()))
 
 
 class HubApi:

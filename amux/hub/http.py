@@ -24,7 +24,7 @@ from http import HTTPStatus
 
 import h11
 
-from amux.memory import wire
+from amux.client.wire import encode
 from amux.memory.errors import AmuxError, InvalidArgument, QuotaExceeded
 
 MAX_BODY_BYTES = 1024 * 1024
@@ -155,4 +155,4 @@ def render_response(status: int, body: bytes, *, close: bool) -> bytes:
 def render_error(error: AmuxError) -> bytes:
     """The Appendix A answer to a request the Hub refuses before it reaches the API;
     the connection closes after it."""
-    return render_response(error.http_status or 400, wire.encode(error.to_wire()), close=True)
+    return render_response(error.http_status or 400, encode(error.to_wire()), close=True)

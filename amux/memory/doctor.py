@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from amux.client.wire import encoded_size
 from amux.memory import fs
 from amux.memory.limits import (
     ENTRY_MAX_BYTES,
@@ -48,7 +49,6 @@ from amux.memory.limits import (
 )
 from amux.memory.lines import line_count
 from amux.memory.read import rfc3339
-from amux.memory.wire import encoded_size
 
 # -- thresholds (docs/store.md explains each) -------------------------------------
 

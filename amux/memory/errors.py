@@ -1,35 +1,38 @@
 """The one error tree of amux, with the stable codes of SPEC Appendix A.
 
 Every failure a caller can see is an `AmuxError` subclass carrying a stable `code`,
-the HTTP status the Hub answers with and the exit code the CLI returns. Nothing
-else in amux re-invents that mapping: the Hub and the CLI read it from here
-(`ERROR_TABLE`), so a code, its status and its exit code never drift apart.
+the HTTP status the Hub answers with and the exit code the CLI returns. A class
+names only its code: status and exit code are that code's row of
+`amux.client.wire.ERROR_TABLE`, the one table the client shares (a code without a
+row fails at import), so they never drift apart.
 
     AmuxError
-    ├── InvalidArgument      invalid_argument    400  exit 2
-    ├── InvalidPath          invalid_path        400  exit 2   (+ reason)
-    ├── NotUtf8              not_utf8            400  exit 2
-    ├── RevisionConflict     revision_conflict   409  exit 3   (+ current_revision)
-    ├── MemoryDisabled       memory_disabled     503  exit 4
-    ├── HubUnreachable       hub_unreachable      —   exit 4
-    ├── HubBusy              hub_busy            503  exit 4   (a connection or byte cap:
-    │                                                            nothing was done, retry)
-    ├── Unauthenticated      unauthenticated     401  exit 5
-    ├── Forbidden            forbidden           403  exit 5
-    ├── BindingMismatch      binding_mismatch    403  exit 5
-    ├── QuotaExceeded        quota_exceeded      413  exit 6   (+ quota, limit, actual)
-    ├── SecretDetected       secret_detected     422  exit 7   (+ line, rule, fingerprint,
-    │                                                            findings; never the secret)
-    ├── NotFound             not_found           404  exit 1
-    ├── StorageUnavailable   storage_unavailable 507  exit 8   (+ errno: disk full, read-only,
-    │                                                            permission, quota)
-    └── InternalError        internal            500  exit 1
-        └── RootLocked       internal            500  exit 1   (a second exclusive opener)
+    ├── InvalidArgument      invalid_argument
+    ├── InvalidPath          invalid_path          (+ reason)
+    ├── NotUtf8              not_utf8
+    ├── RevisionConflict     revision_conflict     (+ current_revision)
+    ├── MemoryDisabled       memory_disabled
+    ├── HubUnreachable       hub_unreachable       (no HTTP status: no Hub answered)
+    ├── HubBusy              hub_busy              (a connection or byte cap: nothing was
+    │                                               done, retry)
+    ├── Unauthenticated      unauthenticated
+    ├── Forbidden            forbidden
+    ├── BindingMismatch      binding_mismatch
+    ├── QuotaExceeded        quota_exceeded        (+ quota, limit, actual)
+    ├── SecretDetected       secret_detected       (+ line, rule, fingerprint, findings;
+    │                                               never the secret)
+    ├── NotFound             not_found
+    ├── StorageUnavailable   storage_unavailable   (+ errno: disk full, read-only,
+    │                                               permission, quota)
+    └── InternalError        internal
+        └── RootLocked       internal              (a second exclusive opener)
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
+
+from amux.client.wire import ERROR_TABLE
 
 MESSAGE_MAX_CHARS = 1000
 """An error message never grows with the input it complains about (a 600 KB path was
@@ -55,8 +58,12 @@ class AmuxError(Exception):
     """Base of every error amux reports to a caller."""
 
     code: ClassVar[str] = "internal"
-    http_status: ClassVar[int | None] = 500
-    exit_code: ClassVar[int] = 1
+    http_status: ClassVar[int | None] = ERROR_TABLE["internal"][0]
+    exit_code: ClassVar[int] = ERROR_TABLE["internal"][1]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.http_status, cls.exit_code = ERROR_TABLE[cls.code]
 
     def __init__(self, message: str) -> None:
         message = _capped(message)
@@ -74,14 +81,10 @@ class AmuxError(Exception):
 
 class InvalidArgument(AmuxError):
     code = "invalid_argument"
-    http_status = 400
-    exit_code = 2
 
 
 class InvalidPath(AmuxError):
     code = "invalid_path"
-    http_status = 400
-    exit_code = 2
 
     def __init__(self, path: str, reason: str) -> None:
         self.reason = _capped(reason)
@@ -93,14 +96,10 @@ class InvalidPath(AmuxError):
 
 class NotUtf8(AmuxError):
     code = "not_utf8"
-    http_status = 400
-    exit_code = 2
 
 
 class RevisionConflict(AmuxError):
     code = "revision_conflict"
-    http_status = 409
-    exit_code = 3
 
     def __init__(self, path: str, expected: str, current: str) -> None:
         super().__init__(
@@ -115,14 +114,10 @@ class RevisionConflict(AmuxError):
 
 class MemoryDisabled(AmuxError):
     code = "memory_disabled"
-    http_status = 503
-    exit_code = 4
 
 
 class HubUnreachable(AmuxError):
     code = "hub_unreachable"
-    http_status = None
-    exit_code = 4
 
 
 class HubBusy(AmuxError):
@@ -133,32 +128,22 @@ class HubBusy(AmuxError):
     """
 
     code = "hub_busy"
-    http_status = 503
-    exit_code = 4
 
 
 class Unauthenticated(AmuxError):
     code = "unauthenticated"
-    http_status = 401
-    exit_code = 5
 
 
 class Forbidden(AmuxError):
     code = "forbidden"
-    http_status = 403
-    exit_code = 5
 
 
 class BindingMismatch(AmuxError):
     code = "binding_mismatch"
-    http_status = 403
-    exit_code = 5
 
 
 class QuotaExceeded(AmuxError):
     code = "quota_exceeded"
-    http_status = 413
-    exit_code = 6
 
     def __init__(self, quota: str, limit: int, actual: int, message: str) -> None:
         super().__init__(message)
@@ -179,8 +164,6 @@ class SecretDetected(AmuxError):
     """
 
     code = "secret_detected"
-    http_status = 422
-    exit_code = 7
 
     def __init__(self, line: int, rule: str, fingerprint: str | None = None,
                  findings: list[dict[str, Any]] | None = None, total: int | None = None,
@@ -217,8 +200,6 @@ class SecretDetected(AmuxError):
 
 class NotFound(AmuxError):
     code = "not_found"
-    http_status = 404
-    exit_code = 1
 
 
 class StorageUnavailable(AmuxError):
@@ -229,8 +210,6 @@ class StorageUnavailable(AmuxError):
     """
 
     code = "storage_unavailable"
-    http_status = 507
-    exit_code = 8
 
     def __init__(self, message: str, errno_name: str) -> None:
         super().__init__(message)
@@ -242,33 +221,7 @@ class StorageUnavailable(AmuxError):
 
 class InternalError(AmuxError):
     code = "internal"
-    http_status = 500
-    exit_code = 1
 
 
 class RootLocked(InternalError):
     """Another process holds the memory root's exclusive lock (one Hub per root)."""
-
-
-ERROR_CLASSES: tuple[type[AmuxError], ...] = (
-    InvalidArgument,
-    InvalidPath,
-    NotUtf8,
-    RevisionConflict,
-    MemoryDisabled,
-    HubUnreachable,
-    HubBusy,
-    Unauthenticated,
-    Forbidden,
-    BindingMismatch,
-    QuotaExceeded,
-    SecretDetected,
-    NotFound,
-    StorageUnavailable,
-    InternalError,
-)
-
-ERROR_TABLE: dict[str, tuple[int | None, int]] = {
-    cls.code: (cls.http_status, cls.exit_code) for cls in ERROR_CLASSES
-}
-"""code → (HTTP status or None, CLI exit code): the single mapping of SPEC Appendix A."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from amux.client.wire import encoded_size
 from amux.memory.errors import InvalidArgument, NotUtf8
 from amux.memory.limits import RESPONSE_MAX_BYTES, STALE_AFTER_SECONDS
 from amux.memory.lines import char_start, is_char_boundary, line_count
 from amux.memory.revision import ABSENT, revision_of
-from amux.memory.wire import encoded_size
 
 STALE_NOTE = (
     "This memory is {days} days old. Memories are point-in-time observations, not live "

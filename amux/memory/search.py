@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from amux.client.wire import encoded_size
 from amux.memory import fs
 from amux.memory.cache import CachedDocument, SearchCache, TermMatch, stat_key
 from amux.memory.errors import InvalidArgument, InvalidPath
@@ -38,7 +39,6 @@ from amux.memory.limits import (
     SNIPPET_MAX_BYTES,
 )
 from amux.memory.lines import char_start, next_char_start
-from amux.memory.wire import encoded_size
 
 Clock = Callable[[], float]
 _WHITESPACE = re.compile(

@@ -5,7 +5,7 @@ the same root fails clearly). Every operation takes a `Scope` from
 `amux.memory.scope.resolve_scope`, never a caller's string. Writes are conditional
 on the SHA-256 revision and serialized per scope by a lock; reads take no lock,
 since documents are only ever replaced by an atomic rename. Responses are the
-dicts of SPEC Appendix A, ready for `amux.memory.wire.encode`.
+dicts of SPEC Appendix A, ready for `amux.client.wire.encode`.
 
 The store is safe for many threads of one process. It is not meant to be written
 by two processes at once: that is what the exclusive root lock is for.

@@ -1,4 +1,4 @@
-"""The client's exit-code table is the store's error table (one contract, two copies)."""
+"""The one error table and `encode` of the wire contract, and the client's stdlib-only rule."""
 
 from __future__ import annotations
 
@@ -6,17 +6,24 @@ import subprocess
 import sys
 from pathlib import Path
 
-from amux.client.wire import EXIT_CODES, ClientError
-from amux.memory.errors import ERROR_TABLE
+from amux.client.wire import ERROR_TABLE, ClientError, encode, encoded_size
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_exit_codes_match_the_error_table() -> None:
-    assert {code: exit_code for code, (_status, exit_code) in ERROR_TABLE.items()} == EXIT_CODES
+def test_client_errors_exit_with_their_codes_row() -> None:
+    for code, (_status, exit_code) in ERROR_TABLE.items():
+        assert ClientError(code, "x").exit_code == exit_code
+    assert ClientError("a_code_from_a_newer_hub", "x").exit_code == 1
     assert ClientError("revision_conflict", "x", {"current_revision": "r"}).to_wire() == {
         "error": {"code": "revision_conflict", "message": "x", "current_revision": "r"}
     }
+
+
+def test_encode_is_compact_utf8() -> None:
+    value = {"path": "notes/é.md", "hits": [1, 2]}
+    assert encode(value) == '{"path":"notes/é.md","hits":[1,2]}'.encode()
+    assert encoded_size(value) == len(encode(value))
 
 
 def test_client_imports_only_the_standard_library() -> None:

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from amux.client.wire import encoded_size
 from amux.memory import GLOBAL, Store, doctor
-from amux.memory.wire import encoded_size
 
 NOW = 1_800_000_000.0
 DAY = 86_400

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pytest
+
+from amux.client.wire import ERROR_TABLE
 from amux.memory import errors
 
 PINNED = {
@@ -24,7 +27,23 @@ PINNED = {
 
 
 def test_error_table_is_the_appendix() -> None:
-    assert errors.ERROR_TABLE == PINNED
+    assert ERROR_TABLE == PINNED
+
+
+def _subclasses(base: type[errors.AmuxError]) -> list[type[errors.AmuxError]]:
+    return [cls for sub in base.__subclasses__() for cls in (sub, *_subclasses(sub))]
+
+
+def test_every_class_has_its_codes_status_and_exit_code() -> None:
+    classes = _subclasses(errors.AmuxError)
+    assert {cls.code for cls in classes} == set(PINNED)
+    for cls in (errors.AmuxError, *classes):
+        assert (cls.http_status, cls.exit_code) == PINNED[cls.code], cls.__name__
+
+
+def test_a_code_without_a_row_fails_at_definition() -> None:
+    with pytest.raises(KeyError, match="no_such_code"):
+        type("Stray", (errors.AmuxError,), {"code": "no_such_code"})
 
 
 def test_extra_fields_are_on_the_wire() -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from amux.client.wire import encode
 from amux.memory import Scope, Store
 from amux.memory.errors import InvalidArgument
 from amux.memory.limits import MIB
 from amux.memory.revision import ABSENT, revision_of
-from amux.memory.wire import encode
 
 
 def _write(root: Path, files: dict[str, str | bytes]) -> None:
