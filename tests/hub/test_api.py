@@ -163,6 +163,31 @@ def test_only_the_owner_administers_over_the_owner_socket(hub: Hub) -> None:
     assert next(p for p in listed if p["principal"] == "carol")["tokens"] == []
 
 
+def test_the_owner_previews_a_principals_binding_read_only(hub: Hub) -> None:
+    """What an isolated run's dry run shows, and the binding its grant is then bound to."""
+    def tokens() -> list[object]:
+        return [p["tokens"] for p in hub.admin("/v1/admin/principals", {"action": "list"})
+                .json()["principals"]]
+
+    for isolation in (False, True):
+        hub.isolate(isolation)
+        answer = hub.admin("/v1/admin/principals", {"action": "binding", "name": "alice"})
+        assert answer.json() == {"principal": "alice", "binding": resolve_scope(
+            Identity("alice"), isolation=isolation).binding}
+        issued = hub.admin("/v1/admin/principals", {"action": "delegate", "name": "alice"})
+        assert hub.registry.authenticate(issued.json()["token"]).binding == \
+            answer.json()["binding"]
+    before = tokens()
+    hub.registry.alias("alice", "alice-unix")
+    by_alias = hub.admin("/v1/admin/principals", {"action": "binding", "name": "alice-unix"})
+    assert by_alias.json()["principal"] == "alice"
+    unknown = hub.admin("/v1/admin/principals", {"action": "binding", "name": "nobody"})
+    assert (unknown.status, _code(unknown)) == (400, "invalid_argument")
+    refused = hub.call("/v1/admin/principals", hub.alice, {"action": "binding", "name": "bob"})
+    assert (refused.status, _code(refused)) == (403, "forbidden")
+    assert tokens() == before  # a preview issues nothing
+
+
 # -- a principal's own delegated tokens: POST /v1/delegate and /v1/revoke ----------------
 
 def test_a_login_token_delegates_to_itself_on_any_listener(hub: Hub) -> None:
