@@ -31,7 +31,7 @@ from amux.adapters import ADAPTERS, for_agent
 from amux.adapters.base import Adapter, AgentRequest, LaunchPlan, Memory
 from amux.adapters.fallback import FallbackAdapter
 from amux.client.wire import ClientError
-from amux.launcher import agent_config, planfiles, rundirs, state, wiring
+from amux.launcher import planfiles, rundirs, session_watch, state, wiring
 from amux.launcher.probe import SystemProbe
 from amux.launcher.supervise import RunAs
 from amux.materializer.target import Target, isolated_env
@@ -322,7 +322,7 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
         env = launch.env.applied(os.environ)
         files = (launch.adapter.session_files(env) if launch.new and session.resumable
                  and session.agent_session is None else None)
-        watch = agent_config.SessionWatch(files) if files is not None else None
+        watch = session_watch.SessionWatch(files) if files is not None else None
         try:
             status = supervise(list(plan.argv), env, run_as=launch.run_as,
                                on_start=None if watch is None else watch.start)
@@ -382,7 +382,7 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter) -> 
     return f"{ended}; resume it with: amux run --resume {session.id}"
 
 
-def _learn_session(home: Path, session: state.SessionState, watch: agent_config.SessionWatch,
+def _learn_session(home: Path, session: state.SessionState, watch: session_watch.SessionWatch,
                    argv: tuple[str, ...]) -> state.SessionState:
     """The session with the agent's own session that its first run created, as the adapter
     picks it from what the watch saw (saved); none, and a warning, when it cannot tell."""

@@ -1,5 +1,6 @@
-"""Codex's plan (its `-c` overrides), and which Codex thread a run created (`pick_thread`), from what the launcher saw: the new
-rollouts, their first lines, and which of them the launched process tree held open. Two
+"""Codex's plan (its `-c` overrides), and which Codex thread a run created (`pick_thread`),
+from what the launcher saw: the new rollouts, their first lines, and which of them the
+launched process tree held open. Two
 Codex runs in one directory at once must never swap ids; when it cannot tell, no id.
 The real Codex runs concurrently in tests/e2e/test_codex.py."""
 

@@ -1,5 +1,5 @@
 """Watching a new session's first run for the session files the agent writes
-(amux/launcher/agent_config.py): the files it held open, the ones that are new, their first
+(amux/launcher/session_watch.py): the files it held open, the ones that are new, their first
 lines, handed to the adapter's pick; never the files that were there before."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from amux.adapters.base import FinishedRun, SessionFiles
-from amux.launcher.agent_config import SessionWatch, _proc_fds, _proc_tree, _psutil_files
+from amux.launcher.session_watch import SessionWatch, _proc_fds, _proc_tree, _psutil_files
 
 HOLDER = """import sys, time
 with open(sys.argv[1], "w") as held:
