@@ -16,7 +16,8 @@
   Claude connects an alwaysLoad server before its first request (capped at 5 s).
 - New sessions get `--session-id` (a UUID derived from the amux session id), so
   resume is `--resume` with that id; the user's own `--resume`, `--continue`
-  and `--session-id` are refused.
+  and `--session-id` are refused. With the user's `--no-session-persistence`
+  (`-p` only) Claude saves nothing: the amux session is recorded as not resumable.
 - `--system-prompt-snapshot off`: by default Claude re-sends the system prompt it
   saved on a conversation's first request on every resume, ignoring the flags and
   environment given then; off, it builds the prompt from this launch's (frozen)
@@ -43,6 +44,8 @@ from amux.adapters.base import (
 )
 
 _NAMESPACE = "6f6d3b34-61d2-4c1e-9a49-8a7b0f3b9d01"
+NO_PERSISTENCE = ("started with Claude Code's --no-session-persistence: Claude saved "
+                  "nothing to resume")
 DISABLE_AUTO_MEMORY = "CLAUDE_CODE_DISABLE_AUTO_MEMORY"
 
 
@@ -71,9 +74,11 @@ class ClaudeAdapter:
                               "--fork-session", "--system-prompt-snapshot"), "Claude Code")
         args, appended = take_option(request.args, ("--append-system-prompt",))
         memory = request.memory
+        not_resumable = NO_PERSISTENCE if "--no-session-persistence" in request.args else None
         if memory is None:  # the agent's own policy, untouched; only our session id added
             argv = (request.executable, *self._session(request), *request.args)
-            return LaunchPlan(argv, agent_session=request.agent_session)
+            return LaunchPlan(argv, agent_session=request.agent_session,
+                              not_resumable=not_resumable)
         fresh = merge_instructions(appended, memory.protocol)
         instructions = request.frozen_instructions or fresh
         ignored = ignored_on_resume(request, "--append-system-prompt", appended, fresh)
@@ -88,7 +93,7 @@ class ClaudeAdapter:
         env = {DISABLE_AUTO_MEMORY: "1"}
         return LaunchPlan(argv, env=env, channel="mcp", instructions=instructions,
                           suppression={"env": env}, agent_session=request.agent_session,
-                          warnings=tuple(ignored))
+                          not_resumable=not_resumable, warnings=tuple(ignored))
 
     @staticmethod
     def _session(request: AgentRequest) -> list[str]:

@@ -30,6 +30,11 @@ SUPPRESSED = {  # what each agent's native memory needs turned off (Pi has none)
                        "memories.generate_memories=false"]},
     "pi": {},
 }
+EPHEMERAL_ARGS = {  # the agent's own mode that keeps no session
+    "claude": ["-p", "--no-session-persistence", "hello"],
+    "codex": ["exec", "--ephemeral", "hello"],
+    "pi": ["--no-session", "-p", "hello"],
+}
 NAMES = sorted(ADAPTERS)
 
 
@@ -111,6 +116,16 @@ def test_resume_replays_the_frozen_plan_identically(name: str) -> None:
     other = plan(name, resume=True, frozen=first.instructions,
                  args=[a.replace("British", "Klingon") for a in USER_ARGS[name]])
     assert other.instructions == first.instructions
+
+
+@pytest.mark.parametrize("with_memory", [True, False], ids=["memory", "no memory"])
+@pytest.mark.parametrize("name", NAMES)
+def test_a_session_the_agent_keeps_nothing_of_is_not_resumable(name: str,
+                                                                with_memory: bool) -> None:
+    ephemeral = plan(name, with_memory=with_memory, args=EPHEMERAL_ARGS[name])
+    assert ephemeral.not_resumable and "resume" in ephemeral.not_resumable
+    assert all(arg in ephemeral.argv for arg in EPHEMERAL_ARGS[name])  # passed on
+    assert plan(name, with_memory=with_memory).not_resumable is None
 
 
 @pytest.mark.parametrize("name", NAMES)
