@@ -15,12 +15,13 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from amux.memory.fs import SETTLE_NS
 from benchmarks import (
+    agent_launch_bench,
     corpus,
     hub_bench,
     launch_bench,
@@ -52,14 +53,16 @@ class Repetitions:
     mcp_calls: int
     mcp_starts: int
     launches: int
+    agent_rounds: int
+    agent_profiles: int
 
 
 FULL = Repetitions(cold=25, warm=51, rotations=31, rg=25, writes=401, interpreter=10,
                    hub_runs=15, hub_seconds=3.0, mcp_calls=200, mcp_starts=15,
-                   launches=15)
+                   launches=15, agent_rounds=15, agent_profiles=3)
 QUICK = Repetitions(cold=3, warm=5, rotations=3, rg=3, writes=10, interpreter=3,
                     hub_runs=3, hub_seconds=0.5, mcp_calls=5, mcp_starts=2,
-                    launches=2)
+                    launches=2, agent_rounds=2, agent_profiles=1)
 
 
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
@@ -75,6 +78,9 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
                         help="an empty or new directory for the corpus (default: a temp dir); "
                              "choose it to measure another file system; kept afterwards")
     parser.add_argument("--seed", type=int, default=corpus.DEFAULT_SEED)
+    parser.add_argument("--agent-rounds", type=int, default=None, metavar="N",
+                        help="measured rounds of the real-agent launch benchmark (default "
+                             f"{FULL.agent_rounds}, --quick {QUICK.agent_rounds}; 0 skips it)")
     parser.add_argument("--strict", action="store_true",
                         help="exit 1 when a target is missed (absolute targets only, "
                              "not the derived machine-relative rows)")
@@ -117,6 +123,8 @@ def _progress(message: str) -> None:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     reps = QUICK if args.quick else FULL
+    if args.agent_rounds is not None:
+        reps = replace(reps, agent_rounds=max(0, args.agent_rounds))
     started = time.perf_counter()
     workdir, temporary = _workdir(args.dir)
     root = workdir / "memory"
@@ -180,6 +188,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             _progress(f"launch: {reps.launches} runs per way")
             launch = launch_bench.bench_launch(workdir, reps.launches)
             mark = phase("launch", mark)
+            agent_launch: dict[str, Any] | None = None
+            if reps.agent_rounds:
+                _progress(f"agent launch: claude, codex, pi, {reps.agent_rounds} rounds")
+                agent_launch = agent_launch_bench.bench_agent_launch(
+                    workdir, connection, reps.agent_rounds,
+                    profile_runs=reps.agent_profiles, progress=_progress)
+                mark = phase("agent_launch", mark)
 
         _progress("interpreter start")
         interpreter = timing.interpreter_start(reps.interpreter)
@@ -199,6 +214,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "launch": launch,
             "interpreter_start": interpreter,
         }
+        if agent_launch is not None:
+            result["agent_launch"] = agent_launch
         result["targets"] = report.targets(result)
         result["phase_seconds"] = phases
         result["elapsed_seconds"] = round(time.perf_counter() - started, 1)

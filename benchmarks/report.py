@@ -20,6 +20,8 @@ MCP_OVERHEAD_TARGET_MS = 5.0
 MCP_START_TARGET_MS = 150.0
 LAUNCH_EXTRA_TARGET_MS = 150.0
 ISOLATED_EXTRA_TARGET_MS = 100.0
+AGENT_LAUNCH_TARGET_MS = 100.0
+AGENT_ISOLATED_TARGET_MS = 50.0
 TARGET_SHAPES = ("8 terms", "8 terms, 4 absent")
 REFERENCE_RG_MS = 13.5
 """rg's time on the reference machine the issue's ms targets were set on (12–15 ms,
@@ -104,6 +106,8 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
         rows += _mcp_targets(report["mcp"])
     if "launch" in report:
         rows += _launch_targets(report["launch"])
+    if "agent_launch" in report:
+        rows += agent_launch_targets(report["agent_launch"])
     return rows
 
 
@@ -342,6 +346,7 @@ def text(report: dict[str, Any]) -> str:
         "Hub and CLI\n" + hub_table(report, False),
         "MCP\n" + mcp_table(report, False),
         "launch\n" + launch_table(report, False),
+        *_agent_launch_text_sections(report),
         "context\n" + context_table(report, False),
         "targets (derived rows: ms target × this run's rg p50 / "
         f"{REFERENCE_RG_MS:g}; information, not a verdict)\n" + targets_table(report, False),
@@ -437,6 +442,7 @@ def markdown(report: dict[str, Any]) -> str:
         "root, as a throwaway Unix user (`--as-user`: grant over the shared socket, run "
         "directory with the client copy, spawn as that user, revocation, cleanup).",
         "",
+        *_agent_launch_markdown_sections(report),
         "### Context",
         "",
         context_table(report, True),
@@ -448,3 +454,205 @@ def markdown(report: dict[str, Any]) -> str:
         DERIVED_NOTE,
         "",
     ])
+
+
+# -- real agents through `amux run` (issue 12) ------------------------------------------------
+
+_ARM_LABELS = {"bare": "bare agent", "amux": "amux run", "isolated": "amux run --as-user"}
+
+
+def agent_launch_targets(agent_launch: dict[str, Any]) -> list[dict[str, Any]]:
+    """B − A ≤ 100 ms per agent, C − B ≤ 50 ms (median of the per-round differences)."""
+    if "agents" not in agent_launch:
+        return []
+    rows = []
+    for name, row in agent_launch["agents"].items():
+        for key, label, target, low, high in (
+                ("amux_minus_bare", "`amux run` launch overhead", AGENT_LAUNCH_TARGET_MS,
+                 "bare", "amux"),
+                ("isolated_minus_amux", "isolated launch overhead over `amux run`",
+                 AGENT_ISOLATED_TARGET_MS, "amux", "isolated")):
+            diff = row.get(key)
+            if diff is None or diff["paired_p50_ms"] is None:
+                continue
+            paired = diff["paired_p50_ms"]
+            failed = sum(len(row.get("failures", {}).get(arm, [])) for arm in (low, high))
+            warned = [arm for arm in (low, high) if row.get("amux_warnings", {}).get(arm)]
+            rows.append({
+                "target": f"{label}, {name}: median extra ≤ {target:g} ms",
+                "measured": f"{paired:+.1f} ms per round (medians {row[high]['p50_ms']:.1f} vs "
+                            f"{row[low]['p50_ms']:.1f} ms: {diff['of_medians_ms']:+.1f})"
+                            + (f"; {failed} runs failed their check" if failed else "")
+                            + (f"; amux warned in {', '.join(warned)}" if warned else ""),
+                "met": paired <= target and not failed,
+            })
+    return rows
+
+
+def agent_launch_table(agent_launch: dict[str, Any], markdown: bool) -> str:
+    arms = agent_launch["arms"]
+    header = ["agent", *(f"{_ARM_LABELS[arm]} p50/p90" for arm in arms),
+              "amux − bare (paired / medians)"]
+    if "isolated" in arms:
+        header.append("isolated − amux (paired / medians)")
+    rows = []
+    for name, row in agent_launch["agents"].items():
+        cells = [f"{name} {row.get('version', '')}".strip(), *(_ms(row[arm]) for arm in arms)]
+        for key in ("amux_minus_bare", "isolated_minus_amux"):
+            if key in row:
+                diff = row[key]
+                cells.append(f"{diff['paired_p50_ms']:+.1f} / {diff['of_medians_ms']:+.1f}")
+        rows.append(cells)
+    return _table(header, rows, markdown)
+
+
+def _profile_rows(profiles: dict[str, Any], names: list[str], arm: str) -> list[list[str]]:
+    """One row per measured quantity, one column per agent (ms, medians)."""
+    entries = {name: profiles[name][arm] for name in names if arm in profiles.get(name, {})}
+    if not entries:
+        return []
+    def cell(value: object) -> str:
+        return "-" if value is None else f"{value:.1f}" if isinstance(value, float) \
+            else str(value)
+
+    compared = "B − A" if arm == "amux" else "C − B"
+    quantities = [
+        ("process_ms", "whole launch (profiled process)"),
+        ("agent_supervised_ms", "the agent itself (supervised)"),
+        ("launcher_ms", "= the launcher's share (process − agent)"),
+    ]
+    if arm == "isolated":
+        quantities.append(("launcher_extra_ms", "  its share − `amux run`'s share"))
+    quantities += [
+        ("measured_extra_ms", f"  measured in the rounds: {compared}, paired p50"),
+        ("python_start_and_exit_ms", "python start + exit (outside main)"),
+        ("imports_ms", "imports: amux.cli, amux.launcher.run"),
+    ]
+    rows = [[label, *(cell(entries[n].get(key)) for n in entries)]
+            for key, label in quantities]
+    cells: dict[str, dict[str, str]] = {}  # step path → agent → "ms ×calls"
+    weight: dict[str, float] = {}
+    for name, entry in entries.items():
+        for step in entry["steps"]:
+            if step["step"] == "AGENT (supervised)" or step["depth"] > 2 or step["ms"] < 0.05:
+                continue
+            calls = f" ×{step['calls']:g}" if step["calls"] != 1 else ""
+            cells.setdefault(step["path"], {})[name] = f"{step['ms']:.1f}{calls}"
+            weight[step["path"]] = max(weight.get(step["path"], 0.0), step["ms"])
+
+    def below(parent: str) -> list[str]:
+        children = [p for p in cells if (p.rpartition(" / ")[0] if " / " in p else "") == parent]
+        ordered: list[str] = []
+        for path in sorted(children, key=lambda p: -weight[p]):
+            ordered += [path, *below(path)]
+        return ordered
+
+    for path in below(""):
+        depth = path.count(" / ")
+        rows.append([("  " * depth) + ("└ " if depth else "") + path.rpartition(" / ")[2],
+                     *(cells[path].get(n, "-") for n in entries)])
+    rows.append(["glue (parsing, the rest of main)",
+                 *(cell(entries[n].get("glue_ms")) for n in entries)])
+    hub: dict[str, dict[str, str]] = {}
+    for name, entry in entries.items():
+        for call in entry["hub_calls"]:
+            hub.setdefault(call["path"], {})[name] = f"{call['ms']:.1f} ×{call['calls']:g}"
+    for path, by_agent in hub.items():
+        rows.append([f"Hub: {path}", *(by_agent.get(n, "-") for n in entries)])
+    return rows
+
+
+def agent_profile_tables(agent_launch: dict[str, Any], markdown: bool) -> list[str]:
+    profiles = agent_launch.get("profile")
+    if not profiles:
+        return []
+    names = [name for name in agent_launch["agents"] if name in profiles]
+    tables = []
+    for arm, title in (("amux", "`amux run`"), ("isolated", "`amux run --as-user`")):
+        rows = _profile_rows(profiles, names, arm)
+        if rows:
+            present = [n for n in names if arm in profiles[n]]
+            tables.append(f"{title}, ms (medians of {profiles[present[0]][arm]['runs']} "
+                          "instrumented launches)\n\n" if markdown else
+                          f"{title}, ms (medians of instrumented launches)\n")
+            tables[-1] += _table(["step", *present], rows, markdown, numeric=False)
+    def imports(name: str) -> str:
+        found = profiles[name].get("imports", {})
+        groups = ", ".join(f"{group} {ms:.0f}" for group, ms in
+                           found.get("self_ms_by_group", {}).items() if ms >= 0.5)
+        largest = ", ".join(f"{row['module']} {row['cumulative_ms']:.0f}"
+                            for row in found.get("largest", [])[:4])
+        return f"{groups}; largest: {largest}"
+
+    rows = [[name, f"{profiles[name]['dry_run_ms']:.1f}",
+             f"{profiles[name]['agent_version_uncached_ms']:.1f}", imports(name)]
+            for name in names]
+    tables.append(("processes, ms\n\n" if markdown else "processes, ms\n")
+                  + _table(["agent", "`amux run --dry-run`", "`AGENT --version` (uncached)",
+                            "imports of a launch (`-X importtime`): self ms by group; "
+                            "largest cumulative"], rows, markdown, numeric=False))
+    tables.append(f"`python -c pass`: {profiles['python_c_pass_ms']:.1f} ms")
+    return tables
+
+
+def _agent_launch_note(agent_launch: dict[str, Any]) -> str:
+    arms = ", ".join(_ARM_LABELS[arm] for arm in agent_launch["arms"])
+    return (f"One-turn non-interactive runs ({agent_launch['rounds']} rounds after "
+            f"{agent_launch['warmup_rounds']} warm-up, interleaved {arms} per agent; "
+            f"{agent_launch['rounds_seconds']:g} s) against the loopback mock model answering "
+            f"`{agent_launch['answer']}` with no tool call. The bare agent gets exactly the "
+            "argv and environment of `amux run --dry-run`, with a run directory of its own "
+            "made once (a connection config with a token delegated for the same binding, "
+            "`bin/amux`; Pi's merged instructions file) so its MCP server reaches the same "
+            "Hub; only the agent's session name is new per run, as in every amux launch. "
+            "Every run must print the answer and send the model the memory tools (Claude, "
+            "Codex) or the CLI protocol (Pi). Paired = median of the per-round differences "
+            "(the verdict); medians = difference of the two medians. The isolated agent runs "
+            "as another user with its own home and config, so C − B also holds the agent's "
+            "own differences; the profile's \"its share − `amux run`'s share\" is the "
+            "launcher's part alone. The profile runs the same launches in one process with "
+            "wall-clock timers around the launcher's steps and Hub calls "
+            "(benchmarks/launch_profile.py); steps under 0.05 ms are left out.")
+
+
+def _agent_launch_text_sections(report: dict[str, Any]) -> list[str]:
+    agent_launch = report.get("agent_launch")
+    if not agent_launch:
+        return []
+    if "skipped" in agent_launch:
+        return [f"agent launch: skipped ({agent_launch['skipped']})"]
+    return ["agent launch (real CLIs, mock model), ms\n"
+            + agent_launch_table(agent_launch, False),
+            *agent_profile_tables(agent_launch, False)]
+
+
+def _agent_launch_markdown_sections(report: dict[str, Any]) -> list[str]:
+    agent_launch = report.get("agent_launch")
+    if not agent_launch:
+        return []
+    if "skipped" in agent_launch:
+        return ["### Launch of the real agents", "", f"Skipped: {agent_launch['skipped']}.", ""]
+    lines = ["### Launch of the real agents", "", agent_launch_table(agent_launch, True), "",
+             _agent_launch_note(agent_launch), ""]
+    for table in agent_profile_tables(agent_launch, True):
+        lines += [table, ""]
+    return lines
+
+
+def agent_launch_text(whole: dict[str, Any]) -> str:
+    """The standalone benchmark's terminal view."""
+    return "\n\n".join([*_agent_launch_text_sections(whole),
+                         "targets\n" + targets_table(whole, False)])
+
+
+def agent_launch_markdown(whole: dict[str, Any]) -> str:
+    machine = whole["machine"]
+    return "\n".join([
+        f"## Agent launch ({machine['date_utc']})", "",
+        f"- Command: `{whole['command']}` (from the repository root)",
+        f"- Machine: {machine['nproc']} CPUs ({machine['cpu']}), {machine['kernel']}, "
+        f"{machine['python']}; load average at start {_load(machine.get('load_average_start'))}, "
+        f"at end {_load(machine.get('load_average'))}; Python speed yardstick "
+        f"{machine.get('python_loop_1m_ms', '?')} ms", "",
+        *_agent_launch_markdown_sections(whole),
+        "### Targets", "", targets_table(whole, True), ""])
