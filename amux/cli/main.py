@@ -1,17 +1,30 @@
 """Entry point of the `amux` console script: a thin dispatcher with lazy imports.
 
 `amux memory …` goes straight to the standard-library client so it starts as fast
-as the client alone. Built so far: `amux memory` (with `mcp`), `amux protocol
-show`, `amux hub`, `amux system config`, `amux principal`; `amux run` and
-`amux sessions` arrive with the launcher.
+as the client alone; every other command imports only its own module.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 from amux import __version__
+
+
+def entry() -> NoReturn:
+    """The console script: `main`, then out without the interpreter's teardown, which
+    spends ~9 ms freeing modules at the end of every command. Nothing of ours runs at
+    exit: every file is written and closed before `main` returns, and stdout and
+    stderr are flushed here."""
+    code = main()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that went away, or a closed stream
+            code = code or 1
+    os._exit(code)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,7 +33,6 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from amux.client.bundle import build_client
 from amux.client.wire import ClientError
 from amux.hub import pidfile
 from amux.memory.durable import write_file_atomic
@@ -121,6 +120,8 @@ def make(run: RunDir, token: Token, client: Path) -> None:
     if run.owner is None:
         amux.symlink_to(client)
         return
+    from amux.client.bundle import build_client  # zipfile: only isolated runs need it
+
     build_client(amux).chmod(0o700)
     for path in (run.memory, run.bin_dir, amux, run.config):
         os.chown(path, *run.owner, follow_symlinks=False)
