@@ -107,8 +107,9 @@ class Launch:
             files += [{"path": str(self.run_dir.config), "mode": "0600", "owner": owner,
                        "content": "connection config with a delegated token"},
                       {"path": str(self.run_dir.bin_dir / "amux"), "owner": owner,
-                       "content": "the amux client" if self.target is None
-                       else "a copy of the single-file amux client", "mode": "0700"}]
+                       **({"mode": None, "content": "a link to the installed amux"}
+                          if self.target is None else
+                          {"mode": "0700", "content": "a copy of the single-file client"})}]
         files += [{"path": f.path, "mode": f"{f.mode:04o}", "owner": owner}
                   for f in self.plan.files]
         return files

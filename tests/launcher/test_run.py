@@ -38,6 +38,14 @@ if action == "upsert":
                         "err": done.stderr.decode()}}
     record["which"] = subprocess.run(["which", "amux"], capture_output=True,
                                      text=True).stdout.strip()
+if action == "files":  # what exists of a dry run's files, named for this session
+    session = os.path.basename(os.path.dirname(sys.argv[sys.argv.index("--session") + 1]))
+    record["files"] = {{}}
+    for path in json.loads(os.environ["FAKE_AGENT_FILES"]):
+        path = path.replace(os.environ["FAKE_AGENT_DRY_SESSION"], session)
+        if os.path.lexists(path):
+            info = os.lstat(path)
+            record["files"][path] = [oct(info.st_mode & 0o7777), os.path.islink(path)]
 with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
     log.write(json.dumps(record) + "\\n")
 if action == "interactive":
@@ -112,6 +120,27 @@ def test_dry_run_prints_the_plan_and_starts_nothing(hub: HubProcess,
     assert plan["env"] == {"AMUX_MEMORY_CONFIG": plan["files"][1]}
     assert not launcher.log.exists() and launcher.sessions() == []
     assert not (hub.home / "run" / "agents").exists()
+
+
+def test_the_files_a_dry_run_lists_are_the_ones_the_launch_writes(
+        hub: HubProcess, launcher: Launcher) -> None:
+    enable(hub)
+    plan = json.loads(launcher.run("--dry-run", "pi", "--", "-p", "x").stdout)
+    assert [entry["path"] for entry in plan["writes"]] == plan["files"]
+    done = launcher.run("pi", "--", "-p", "x", env={
+        "FAKE_AGENT_ACTION": "files", "FAKE_AGENT_FILES": json.dumps(plan["files"]),
+        "FAKE_AGENT_DRY_SESSION": plan["session"]})
+    assert done.returncode == 0, done.stderr
+    seen = launcher.records()[0]["files"]
+    [session] = launcher.sessions()
+    expected = {entry["path"].replace(plan["session"], session.name):
+                [oct(int(entry["mode"], 8)), False] if entry["mode"] else [None, True]
+                for entry in plan["writes"]}
+    assert seen.keys() == expected.keys()  # all of them, written before the agent starts
+    for path, (mode, link) in expected.items():
+        assert seen[path][1] == link and (mode is None or seen[path][0] == mode), path
+    assert all(entry["owner"] == "launcher" for entry in plan["writes"])
+    assert plan["run_dir"] is not None and plan["run_dir"].endswith(plan["session"])
 
 
 def test_a_launch_wires_memory_freezes_state_and_cleans_up(hub: HubProcess,
