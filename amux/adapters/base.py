@@ -96,7 +96,10 @@ class LaunchPlan:
 
 
 class Probe(Protocol):
-    """The user's surroundings as an adapter's hooks may read them (injected)."""
+    """The user's surroundings as an adapter's hooks may read them (injected), and a small
+    cache the launcher keeps for them: a hook that asks the agent something slow remembers
+    the answer under a key naming everything the answer depends on (`stat_signature` of
+    the files it reads), so the next launch need not ask."""
 
     @property
     def env(self) -> Mapping[str, str]:
@@ -117,12 +120,43 @@ class Probe(Protocol):
         """The UTF-8 text of `path`, None when it does not exist (OSError otherwise)."""
         ...
 
+    def realpath(self, path: str) -> str:
+        """`path` absolute, with every symbolic link resolved (`os.path.realpath`)."""
+        ...
+
+    def list_dir(self, path: str) -> list[str] | None:
+        """The names in directory `path`, sorted ([] when it does not exist); None when
+        they cannot be read."""
+        ...
+
+    def stat_signature(self, path: str) -> str | None:
+        """A text that changes whenever `path` does: its kind, mode, device and inode, and
+        for anything but a directory its size and change times (a symbolic link: its own
+        and its target's); "absent" when it does not exist. None when it cannot be told
+        (unreadable, or changed too recently for its times to tell a later change apart):
+        a key built from it must not be used."""
+        ...
+
     def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float,
-            until: Callable[[str], bool] | None = None) -> tuple[int, str, str] | None:
+            until: Callable[[str], bool] | None = None,
+            env: Mapping[str, str | None] | None = None,
+            exit_grace: float | None = None) -> tuple[int, str, str] | None:
         """(exit status, stdout, stderr) of a short command, None if it could not run or
-        did not finish within `timeout` seconds. With `until`, stdin stays open after it is
-        written until a stdout line satisfies `until`, then it is closed so the command
-        ends (a server that stops at end of input before it answers)."""
+        did not finish within `timeout` seconds. `env` changes the environment for this
+        command only (None removes a variable). With `until`, stdin stays open after it
+        is written until a stdout line satisfies `until`, then it is closed so the command
+        ends (a server that stops at end of input before it answers); its process group is
+        killed if it has not exited `exit_grace` seconds later (0: at once; None: the
+        probe's default of a few seconds)."""
+        ...
+
+    def recall(self, key: str) -> str | None:
+        """What was remembered under `key`, None if nothing (or no cache)."""
+        ...
+
+    def remember(self, key: str, value: str) -> None:
+        """Keep `value` under `key` for later launches (bounded; best effort, never an
+        error)."""
         ...
 
     def warn(self, message: str) -> None:

@@ -4,33 +4,52 @@ commands), with the environment the agent will start from.
 A command runs in its own session, as the agent would (the target user of an isolated
 run, so nothing it writes in that user's home is owned by us), and is killed with
 everything it started if it outlives its timeout.
+
+The hooks' cache (`recall`, `remember`) is one small JSON file of the launcher's
+(`<AMUX_HOME>/cache/probe.json`, 0600, temp-and-replace), even when the commands run as
+another user: the most recent `CACHE_ENTRIES` answers, each under its hook's key and the
+user the commands run as. A file that cannot be read or parsed is an empty cache; one that
+cannot be written is no cache. Files are looked at (`stat_signature`, `list_dir`) by the
+launcher itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
+import stat
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import IO
 
 from amux.launcher.supervise import RunAs
+from amux.memory.durable import write_file_atomic
 
 EXIT_GRACE_SECONDS = 2.0
 """How long a command that has answered (`until`) may take to exit once its stdin closes."""
+CACHE_ENTRIES = 64
+RECENT_CHANGE_SECONDS = 1.0
+"""A file changed less than this long ago has no signature: a second change within the
+file system's timestamp granularity (a few ms on ext4, 2 s on FAT) could leave its size
+and times as they were, so an answer computed from it must not be remembered under them."""
 
 
 class SystemProbe:
     """Reads this machine's files and runs short commands for an adapter's hooks."""
 
     def __init__(self, env: Mapping[str, str], cwd: str, *, executable: str | None = None,
-                 run_as: RunAs | None = None) -> None:
+                 run_as: RunAs | None = None, cache: Path | None = None) -> None:
         self._env = dict(env)
         self._cwd = cwd
         self._executable = executable
         self._run_as = run_as
+        self._cache = cache
+        self._entries: dict[str, str] | None = None
         self.warnings: list[str] = []
 
     @property
@@ -52,16 +71,86 @@ class SystemProbe:
         except FileNotFoundError:
             return None
 
+    def realpath(self, path: str) -> str:
+        return os.path.realpath(path)
+
+    def list_dir(self, path: str) -> list[str] | None:
+        try:
+            return sorted(os.listdir(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError:
+            return None
+
+    def stat_signature(self, path: str) -> str | None:
+        signed = []
+        for follow in (False, True):  # the link itself, then what it names
+            try:
+                st = os.stat(path, follow_symlinks=follow)
+            except (FileNotFoundError, NotADirectoryError):
+                signed.append("absent")
+                break
+            except OSError:
+                return None
+            if stat.S_ISREG(st.st_mode) and time.time_ns() - max(
+                    st.st_mtime_ns, st.st_ctime_ns) < RECENT_CHANGE_SECONDS * 1e9:
+                return None
+            signed.append(_signature(st))
+            if not stat.S_ISLNK(st.st_mode):
+                break
+        return "|".join(signed)
+
+    def recall(self, key: str) -> str | None:
+        if self._entries is None:
+            self._entries = self._load()
+        return self._entries.get(self._user_key(key))
+
+    def remember(self, key: str, value: str) -> None:
+        if self._cache is None:
+            return
+        entries = self._load()  # as it is now: another launch may have added to it
+        entries.pop(self._user_key(key), None)
+        entries[self._user_key(key)] = value
+        kept = dict(list(entries.items())[-CACHE_ENTRIES:])
+        with contextlib.suppress(OSError):
+            self._cache.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            write_file_atomic(self._cache, json.dumps(kept, indent=0).encode() + b"\n")
+            self._entries = kept
+
+    def _user_key(self, key: str) -> str:
+        """`key` for the user the commands run as (what they can read is theirs)."""
+        return f"{os.geteuid() if self._run_as is None else self._run_as.uid}:{key}"
+
+    def _load(self) -> dict[str, str]:
+        if self._cache is None:
+            return {}
+        try:
+            entries = json.loads(self._cache.read_bytes())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(entries, dict):
+            return {}
+        return {k: v for k, v in entries.items() if isinstance(v, str)}
+
     def warn(self, message: str) -> None:
         self.warnings.append(message)
 
     def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float,
-            until: Callable[[str], bool] | None = None) -> tuple[int, str, str] | None:
+            until: Callable[[str], bool] | None = None,
+            env: Mapping[str, str | None] | None = None,
+            exit_grace: float | None = None) -> tuple[int, str, str] | None:
         run_as = self._run_as
+        command_env = dict(self._env)
+        for name, value in (env or {}).items():
+            if value is None:
+                command_env.pop(name, None)
+            else:
+                command_env[name] = value
+        grace = EXIT_GRACE_SECONDS if exit_grace is None else exit_grace
         try:
             process = subprocess.Popen(
                 list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=self._env, cwd=self._cwd, start_new_session=True,
+                stderr=subprocess.PIPE, env=command_env, cwd=self._cwd, start_new_session=True,
                 user=None if run_as is None else run_as.uid,
                 group=None if run_as is None else run_as.gid,
                 extra_groups=None if run_as is None else list(run_as.groups))
@@ -88,7 +177,7 @@ class SystemProbe:
                 _kill(process)
             _close(process.stdin)
             try:
-                code = process.wait(EXIT_GRACE_SECONDS if until is not None else timeout)
+                code = process.wait(grace if until is not None else timeout)
             except subprocess.TimeoutExpired:
                 _kill(process)
                 code = process.returncode
@@ -101,6 +190,14 @@ class SystemProbe:
                 reader.join(EXIT_GRACE_SECONDS)
                 if not reader.is_alive():  # else something that escaped still holds the pipe
                     _close(stream)
+
+
+def _signature(st: os.stat_result) -> str:
+    kind = stat.S_IFMT(st.st_mode)
+    own = f"{kind:o}:{stat.S_IMODE(st.st_mode):o}:{st.st_dev}:{st.st_ino}"
+    if stat.S_ISDIR(st.st_mode):  # its entries that matter are signed on their own
+        return own
+    return f"{own}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def _feed(stream: IO[bytes], data: bytes, close: bool) -> None:

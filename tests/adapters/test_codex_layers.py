@@ -1,17 +1,27 @@
 """Codex's effective `developer_instructions` (amux/adapters/codex_layers.py), read through
 a fake `Probe`: Codex's own answer to `config/read`, the profile put where Codex puts it,
-and the files read as Codex 0.171 reads them when the app-server cannot answer. The real
-Codex is asked in tests/e2e/test_codex.py."""
+the files read as Codex 0.171 reads them when the app-server cannot answer, the answer
+remembered until anything it depends on changes, and npm's wrapper replaced by the native
+binary it would start. One test asks the real pinned Codex through the real probe (and
+tests/e2e/test_codex.py through `amux run`)."""
 
 from __future__ import annotations
 
 import json
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from amux.adapters import ADAPTERS
+from amux.adapters import ADAPTERS, codex_layers
+from amux.launcher.probe import SystemProbe
 from tests.adapters.test_hooks import FakeProbe
+from tests.peers import npm_bin
 
 CODEX = "/opt/codex/bin/codex"
 HOME = "/c"
@@ -143,3 +153,242 @@ def test_outside_git_only_the_cwds_own_layer_counts() -> None:
     assert probe.warnings == []  # a dry run asks nothing of Codex, and says nothing of it
     assert f"{REPO}/.codex/config.toml" not in probe.read
 
+
+
+# -- remembering Codex's answer ---------------------------------------------------------------
+
+TREE = {f"{HOME}/config.toml": f'[projects."{REPO}"]\ntrust_level = "trusted"\n',
+        f"{REPO}/.git/HEAD": "ref: refs/heads/main\n",
+        f"{REPO}/.codex/config.toml": 'developer_instructions = "Project rules."\n',
+        CODEX: "codex 0.171.0"}
+
+
+def launch(cache: dict[str, str], files: dict[str, str] | None = None,
+           args: tuple[str, ...] = ("exec",), env: dict[str, str] | None = None,
+           cwd: str = f"{REPO}/sub", stats: dict[str, str | None] | None = None,
+           reply: tuple[int, str, str] | None = None) -> tuple[tuple[str, ...], FakeProbe]:
+    """One new launch's hook with the cache `cache`; Codex answers any app-server argv."""
+    overrides = [part for i, part in enumerate(args) if i and args[i - 1] == "-c"]
+    argv = (CODEX, *(p for o in overrides for p in ("-c", o)), "app-server")
+    probe = FakeProbe(dict(TREE if files is None else files),
+                      env=env or {"CODEX_HOME": HOME}, cwd=cwd, executable=CODEX,
+                      commands={argv: reply or answer(PROJECT, USER, SYSTEM)},
+                      cache=cache, stats=stats)
+    return ADAPTERS["codex"].user_instructions(args, probe), probe
+
+
+def test_a_remembered_answer_starts_no_codex() -> None:
+    cache: dict[str, str] = {}
+    first, asked = launch(cache)
+    assert first == ("Project rules.",) and len(asked.ran) == 1 and len(cache) == 1
+    again, remembered = launch(cache)
+    assert again == first and remembered.ran == [] and remembered.warnings == []
+    # what is remembered is Codex's raw layers: the profile and `exec` flags still apply
+    files = {**TREE, f"{HOME}/work.config.toml": 'developer_instructions = "Work."\n'}
+    assert launch(cache, files, ("--profile", "work", "exec", "--ignore-user-config"))[0] == (
+        "Work.",)
+
+
+def _edited(files: dict[str, str], path: str, text: str) -> dict[str, str]:
+    return {**files, path: text}
+
+
+CHANGES: dict[str, dict[str, Any]] = {
+    "the project's .codex/config.toml edited": {"files": _edited(
+        TREE, f"{REPO}/.codex/config.toml", 'developer_instructions = "Edited."\n')},
+    "a .codex/config.toml created in an ancestor": {"files": _edited(
+        TREE, "/work/.codex/config.toml", 'developer_instructions = "Above."\n')},
+    "a .codex/config.toml created in the cwd": {"files": _edited(
+        TREE, f"{REPO}/sub/.codex/config.toml", 'developer_instructions = "Here."\n')},
+    "a .git appearing in an ancestor": {"files": _edited(TREE, "/work/.git/HEAD", "ref\n")},
+    "a .git file (a linked worktree) in the cwd": {"files": _edited(
+        TREE, f"{REPO}/sub/.git", "gitdir: /work/main/.git/worktrees/sub\n")},
+    "$CODEX_HOME/config.toml touched": {"stats": {f"{HOME}/config.toml": "touched"}},
+    "a profile file created in $CODEX_HOME": {"files": _edited(
+        TREE, f"{HOME}/other.toml", "x = 1\n")},
+    "$CODEX_HOME/.env created": {"files": _edited(TREE, f"{HOME}/.env", "X=1\n")},
+    "/etc/codex/requirements.toml created": {"files": _edited(
+        TREE, "/etc/codex/requirements.toml", "allowed_sandbox_modes = []\n")},
+    "a different -c": {"args": ("-c", 'model="o3"', "exec")},
+    "another cwd": {"cwd": f"{REPO}/other"},
+    "another CODEX_HOME": {"env": {"CODEX_HOME": "/d"}},
+    "another HOME": {"env": {"CODEX_HOME": HOME, "HOME": "/home/v"}},
+    "a CODEX_ variable set": {"env": {"CODEX_HOME": HOME, "CODEX_SANDBOX": "seatbelt"}},
+    "the binary replaced": {"files": _edited(TREE, CODEX, "codex 0.172.0")},
+}
+
+
+@pytest.mark.parametrize("change", CHANGES.values(), ids=CHANGES.keys())
+def test_anything_codexs_answer_depends_on_changing_asks_again(change: dict[str, Any]) -> None:
+    cache: dict[str, str] = {}
+    launch(cache)
+    _, probe = launch(cache, **change)
+    assert len(probe.ran) == 1
+    assert len(cache) == 2  # the new answer is remembered beside the old one
+    assert launch(cache)[1].ran == []  # the old one still stands for the old inputs
+
+
+def test_nothing_is_remembered_without_a_sound_key_or_codexs_answer() -> None:
+    cache: dict[str, str] = {}
+    # a path that cannot be signed (unreadable, or changed a moment ago)
+    unsigned: dict[str, Any] = {"stats": {f"{REPO}/.codex/config.toml": None}}
+    assert launch(cache, **unsigned)[1].ran and launch(cache, **unsigned)[1].ran
+    # the files read when Codex cannot answer
+    got, probe = launch(cache, reply=(1, "", "Error: bad config\n"))
+    assert probe.warnings and got == ()  # no git answer either: the cwd's own layer only
+    assert cache == {}
+    # an unreadable remembered value is asked again (and replaced)
+    launch(cache)
+    [key] = cache
+    cache[key] = "[not json"
+    again, probe = launch(cache)
+    assert again == ("Project rules.",) and len(probe.ran) == 1
+    assert json.loads(cache[key])
+
+
+# -- npm's wrapper: the native binary is started for the probe --------------------------------
+
+
+def npm_tree(root: Path, *, platform_manifest: str = '{"name": "@openai/codex"}',
+             native: bool = True) -> tuple[Path, Path]:
+    """An npm global install of Codex as `npm i -g` lays it out: (bin/codex, the native
+    binary codex.js would start)."""
+    target = codex_layers.npm_target()
+    if target is None:
+        pytest.skip(f"codex.js has no native binary for {sys.platform} {platform.machine()}")
+    modules = root / "lib" / "node_modules" / "@openai"
+    (modules / "codex" / "bin").mkdir(parents=True)
+    (modules / "codex" / "bin" / "codex.js").write_text("#!/usr/bin/env node\n")
+    package = modules / codex_layers.NPM_PACKAGES[target].split("/")[1]
+    binary = package / "vendor" / target / "bin" / "codex"
+    binary.parent.mkdir(parents=True)
+    (package / "package.json").write_text(platform_manifest)
+    if native:
+        binary.write_text("")
+    (root / "bin").mkdir()
+    (root / "bin" / "codex").symlink_to("../lib/node_modules/@openai/codex/bin/codex.js")
+    return root / "bin" / "codex", binary
+
+
+def test_npms_wrapper_is_replaced_by_the_binary_it_would_start(tmp_path: Path) -> None:
+    wrapper, binary = npm_tree(tmp_path)
+    probe = SystemProbe({"HOME": str(tmp_path)}, str(tmp_path))
+    root = str(tmp_path / "lib" / "node_modules" / "@openai" / "codex")
+    managed = {name: None for name in codex_layers.MANAGED_BY}
+    assert codex_layers.npm_native(probe, str(wrapper)) == (
+        str(binary), {**managed, "CODEX_MANAGED_PACKAGE_ROOT": root,
+                      "CODEX_MANAGED_BY_NPM": "1"})
+    # the package manager codex.js detects is named to the binary as it would name it
+    bun = SystemProbe({"npm_config_user_agent": "bun/1.2.0 npm/? node/v22"}, str(tmp_path))
+    assert managed_by(bun, wrapper) == ["CODEX_MANAGED_BY_BUN"]
+    (tmp_path / "lib" / "node_modules" / ".modules.yaml").write_text("layoutVersion: 5\n")
+    assert managed_by(probe, wrapper) == ["CODEX_MANAGED_BY_PNPM"]
+
+
+def managed_by(probe: SystemProbe, wrapper: Path) -> list[str]:
+    found = codex_layers.npm_native(probe, str(wrapper))
+    assert found is not None
+    return [name for name, value in found[1].items() if name in codex_layers.MANAGED_BY
+            and value == "1"]
+
+
+@pytest.mark.parametrize("case", ["not the wrapper", "a relative path", "NODE_OPTIONS",
+                                  "no platform package", "exports", "no native binary",
+                                  "Vite+ metadata"])
+def test_whatever_is_uncertain_starts_the_wrapper(tmp_path: Path, case: str) -> None:
+    wrapper, binary = npm_tree(
+        tmp_path, platform_manifest='{"exports": {".": "./x.js"}}' if case == "exports"
+        else '{"name": "@openai/codex"}', native=case != "no native binary")
+    env = {"NODE_OPTIONS": "--preserve-symlinks"} if case == "NODE_OPTIONS" else {}
+    executable = {"not the wrapper": str(binary),
+                  "a relative path": "bin/codex"}.get(case, str(wrapper))
+    if case == "no platform package":
+        (binary.parents[3] / "package.json").unlink()
+    if case == "Vite+ metadata":
+        (tmp_path / "packages" / "@openai").mkdir(parents=True)
+        (tmp_path / "packages" / "@openai" / "codex.json").write_text("{}")
+        (tmp_path / "packages" / "bin").symlink_to(tmp_path / "bin")
+        executable = str(tmp_path / "packages" / "bin" / "codex")
+    assert codex_layers.npm_native(SystemProbe(env, str(tmp_path)), executable) is None
+
+
+def test_the_hook_asks_the_native_binary_and_keys_it() -> None:
+    target = codex_layers.npm_target()
+    if target is None:
+        pytest.skip(f"codex.js has no native binary for {sys.platform} {platform.machine()}")
+    modules = "/usr/lib/node_modules"
+    wrapper = f"{modules}/@openai/codex/bin/codex.js"
+    native = f"{modules}/{codex_layers.NPM_PACKAGES[target]}/vendor/{target}/bin/codex"
+    files = {**TREE, wrapper: "#!/usr/bin/env node\n", native: "",
+             f"{modules}/{codex_layers.NPM_PACKAGES[target]}/package.json": "{}"}
+    cache: dict[str, str] = {}
+
+    def hook(files: dict[str, str]) -> FakeProbe:
+        probe = FakeProbe(files, env={"CODEX_HOME": HOME}, cwd=f"{REPO}/sub",
+                          executable=wrapper, cache=cache,
+                          commands={(native, "app-server"): answer(PROJECT, USER)})
+        assert ADAPTERS["codex"].user_instructions(("exec",), probe) == ("Project rules.",)
+        return probe
+
+    probe = hook(files)
+    assert probe.ran_env[0] == {**{name: None for name in codex_layers.MANAGED_BY},
+                                "CODEX_MANAGED_PACKAGE_ROOT": f"{modules}/@openai/codex",
+                                "CODEX_MANAGED_BY_NPM": "1"}
+    assert hook(files).ran == []
+    assert len(hook({**files, native: "updated"}).ran) == 1
+
+
+# -- the real Codex ---------------------------------------------------------------------------
+
+
+class Counted(SystemProbe):
+    """The real probe, recording what it runs."""
+
+    def __init__(self, *args: Any, **options: Any) -> None:
+        super().__init__(*args, **options)
+        self.ran: list[tuple[str, ...]] = []
+
+    def run(self, argv: Sequence[str], **options: Any) -> tuple[int, str, str] | None:
+        self.ran.append(tuple(argv))
+        return super().run(argv, **options)
+
+
+def test_the_real_codex_is_remembered_until_its_project_layer_changes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pinned Codex (through npm's wrapper, started as its native binary) answers the
+    first launch; the second is answered from the cache file with the same instructions;
+    editing the trusted project's .codex/config.toml asks Codex again."""
+    codex = str(npm_bin("codex"))
+    # the files below were all written a moment ago: sign them anyway (tested apart)
+    monkeypatch.setattr("amux.launcher.probe.RECENT_CHANGE_SECONDS", 0.0)
+    home = tmp_path / "codex-home"
+    home.mkdir()
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    (project / ".codex").mkdir()
+    rules = project / ".codex" / "config.toml"
+    rules.write_text('developer_instructions = "Project rules."\n')
+    (home / "config.toml").write_text('developer_instructions = "User rules."\n'
+                                      f'[projects."{project.resolve()}"]\n'
+                                      'trust_level = "trusted"\n')
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "CODEX_HOME": str(home)}
+    cache = tmp_path / "amux" / "cache" / "probe.json"
+
+    def launch() -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+        probe = Counted(env, str(project / "sub"), executable=codex, cache=cache)
+        got = ADAPTERS["codex"].user_instructions(("exec",), probe)
+        assert probe.warnings == []
+        return got, probe.ran
+
+    native = codex_layers.npm_native(SystemProbe(env, str(tmp_path)), codex)
+    assert native is not None
+    first, ran = launch()
+    assert first == ("Project rules.",)
+    assert [argv[0] for argv in ran] == [native[0]]  # not Node: the binary it would start
+    again, ran = launch()
+    assert again == first and ran == []
+    rules.write_text('developer_instructions = "Edited project rules."\n')
+    edited, ran = launch()
+    assert edited == ("Edited project rules.",) and len(ran) == 1
+    assert launch() == (edited, [])

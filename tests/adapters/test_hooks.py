@@ -3,7 +3,11 @@ real `SystemProbe`. Codex's config layers: tests/adapters/test_codex_layers.py."
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+import signal
+import stat
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -12,31 +16,65 @@ from pathlib import Path
 import pytest
 
 from amux.adapters import ADAPTERS
-from amux.launcher.probe import SystemProbe
+from amux.launcher.probe import CACHE_ENTRIES, SystemProbe
+from amux.launcher.supervise import RunAs
 
 
 class FakeProbe(SystemProbe):
     """The real probe's surroundings (env, cwd, executable, warnings) with files from a
-    dict and commands answered from a dict of argv tuples (recorded in `ran` with their
-    stdin): nothing is read from disk or run."""
+    dict (a directory is any prefix of a file's path; a file's signature is its text's
+    hash, unless `stats` says otherwise) and commands answered from a dict of argv tuples
+    (recorded in `ran` with their stdin, and their environment changes in `ran_env`);
+    the cache is a dict, shared between probes that are given the same one: nothing is
+    read from disk or run."""
 
     def __init__(self, files: dict[str, str], env: Mapping[str, str] | None = None,
                  cwd: str = "/work/project",
                  commands: dict[tuple[str, ...], tuple[int, str, str]] | None = None,
-                 executable: str | None = None) -> None:
+                 executable: str | None = None, cache: dict[str, str] | None = None,
+                 stats: dict[str, str | None] | None = None) -> None:
         super().__init__(env or {"HOME": "/home/u"}, cwd, executable=executable)
         self.files = files
         self.commands = commands or {}
+        self.cache = {} if cache is None else cache
+        self.stats = stats or {}
         self.read: list[str] = []
         self.ran: list[tuple[tuple[str, ...], str]] = []
+        self.ran_env: list[Mapping[str, str | None] | None] = []
 
     def read_text(self, path: str) -> str | None:
         self.read.append(path)
         return self.files.get(path)
 
+    def realpath(self, path: str) -> str:
+        return os.path.normpath(os.path.join(self.cwd, path))
+
+    def list_dir(self, path: str) -> list[str] | None:
+        prefix = path.rstrip("/") + "/"
+        return sorted({name[len(prefix):].split("/")[0] for name in self.files
+                       if name.startswith(prefix)})
+
+    def stat_signature(self, path: str) -> str | None:
+        if path in self.stats:
+            return self.stats[path]
+        if path in self.files:
+            return "file:" + hashlib.sha256(self.files[path].encode()).hexdigest()[:16]
+        if any(name.startswith(path.rstrip("/") + "/") for name in self.files):
+            return "dir"
+        return "absent"
+
+    def recall(self, key: str) -> str | None:
+        return self.cache.get(key)
+
+    def remember(self, key: str, value: str) -> None:
+        self.cache[key] = value
+
     def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float,
-            until: Callable[[str], bool] | None = None) -> tuple[int, str, str] | None:
+            until: Callable[[str], bool] | None = None,
+            env: Mapping[str, str | None] | None = None,
+            exit_grace: float | None = None) -> tuple[int, str, str] | None:
         self.ran.append((tuple(argv), stdin))
+        self.ran_env.append(env)
         return self.commands.get(tuple(argv))
 
 
@@ -110,3 +148,90 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as stat:  # a zombie waiting for init counts as gone
         return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_an_answered_command_is_killed_after_its_exit_grace(tmp_path: Path) -> None:
+    """Codex's app-server takes 7–11 ms to exit once its input ends: the hook need not wait."""
+    probe = SystemProbe({"PATH": "/usr/bin:/bin"}, str(tmp_path))
+    lingers = "import time; print('got it', flush=True); time.sleep(30)"
+    started = time.monotonic()
+    done = probe.run([sys.executable, "-c", lingers], stdin="hello\n", timeout=10,
+                     until=lambda line: line.startswith("got"), exit_grace=0)
+    assert done == (-signal.SIGKILL, "got it\n", "")
+    assert time.monotonic() - started < 5
+
+
+def test_the_system_probe_changes_a_commands_environment(tmp_path: Path) -> None:
+    probe = SystemProbe({"PATH": "/usr/bin:/bin", "B": "2"}, str(tmp_path))
+    assert probe.run(["sh", "-c", 'echo "$A ${B-unset}"'], timeout=10,
+                     env={"A": "1", "B": None}) == (0, "1 unset\n", "")
+    assert probe.env["B"] == "2"
+
+
+def test_the_system_probe_remembers_in_its_cache_file(tmp_path: Path) -> None:
+    cache = tmp_path / "cache" / "probe.json"
+    SystemProbe({}, str(tmp_path), cache=cache).remember("k", "v")
+    assert SystemProbe({}, str(tmp_path), cache=cache).recall("k") == "v"
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600
+    assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
+    # another user's commands may read other files: their answers are kept apart
+    other = SystemProbe({}, str(tmp_path), cache=cache, run_as=RunAs(os.geteuid() + 1, 0, ()))
+    assert other.recall("k") is None
+    # the most recently remembered CACHE_ENTRIES are kept
+    probe = SystemProbe({}, str(tmp_path), cache=cache)
+    for n in range(CACHE_ENTRIES + 5):
+        probe.remember(f"k{n}", str(n))
+        if n == 3:
+            probe.remember("k", "again")
+    fresh = SystemProbe({}, str(tmp_path), cache=cache)
+    assert len(json.loads(cache.read_text())) == CACHE_ENTRIES
+    assert fresh.recall("k0") is None and fresh.recall("k") is None
+    assert fresh.recall(f"k{CACHE_ENTRIES + 4}") == str(CACHE_ENTRIES + 4)
+    # a corrupt or unreadable cache is an empty one, and is replaced by the next answer
+    for corrupt in (b"{not json", b"[1, 2]", b'{"0:k": 1}', b"\xff"):
+        cache.write_bytes(corrupt)
+        assert SystemProbe({}, str(tmp_path), cache=cache).recall("k") is None
+    SystemProbe({}, str(tmp_path), cache=cache).remember("k", "v")
+    assert SystemProbe({}, str(tmp_path), cache=cache).recall("k") == "v"
+    # a cache that cannot be written is none; no cache at all is none either
+    blocked = SystemProbe({}, str(tmp_path), cache=cache / "under-a-file")
+    blocked.remember("k", "v")
+    assert blocked.recall("k") is None
+    nothing = SystemProbe({}, str(tmp_path))
+    nothing.remember("k", "v")
+    assert nothing.recall("k") is None
+
+
+def test_the_system_probe_signs_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    probe = SystemProbe({}, str(tmp_path))
+    path = tmp_path / "config.toml"
+    assert probe.stat_signature(str(path)) == "absent"
+    assert probe.stat_signature(str(path / "below")) == "absent"
+    assert probe.list_dir(str(path)) == []
+    path.write_text("a = 1\n")
+    assert probe.stat_signature(str(path)) is None  # just changed: its times cannot tell
+    monkeypatch.setattr("amux.launcher.probe.RECENT_CHANGE_SECONDS", 0.0)
+    signed = probe.stat_signature(str(path))
+    assert signed is not None and signed != "absent"
+    assert probe.stat_signature(str(path / "below")) == "absent"
+    folder = probe.stat_signature(str(tmp_path))
+    (tmp_path / "other").write_text("")
+    assert probe.stat_signature(str(tmp_path)) == folder  # its entries are signed apart
+    assert probe.list_dir(str(tmp_path)) == ["config.toml", "other"]
+    seen: set[str | None] = {signed}
+    path.write_text("a = 22\n")  # edited in place
+    seen.add(probe.stat_signature(str(path)))
+    replacement = tmp_path / "new"
+    replacement.write_text("a = 22\n")
+    replacement.replace(path)  # replaced
+    seen.add(probe.stat_signature(str(path)))
+    path.chmod(0o000)
+    seen.add(probe.stat_signature(str(path)))
+    assert len(seen) == 4
+    link = tmp_path / "link"
+    link.symlink_to("config.toml")
+    via_link = probe.stat_signature(str(link))
+    assert via_link is not None and via_link.endswith(probe.stat_signature(str(path)) or "?")
+    link.unlink()
+    link.symlink_to("missing")
+    assert str(probe.stat_signature(str(link))).endswith("|absent")
