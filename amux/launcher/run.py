@@ -267,9 +267,11 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
                         env={"AMUX_MEMORY_CONFIG": str(run_dir.config)},
                         bin_dir=str(run_dir.bin_dir))
     # The user's own instructions matter only to merge the protocol after them; a dry run
-    # starts nothing, not even the agent to ask it, and an isolated run asks as the target.
+    # starts nothing, not even the agent to ask it, and writes no cache; an isolated run
+    # asks as the target.
     probe = SystemProbe(base_env, os.getcwd(), run_as=run_as,
-                        executable=None if request.dry_run else executable)
+                        executable=None if request.dry_run else executable,
+                        cache=None if request.dry_run else home / "cache" / "probe.json")
     try:
         user = (adapter.user_instructions(tuple(request.args), probe)
                 if new and memory is not None else ())
