@@ -30,10 +30,9 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING
 
 from amux.adapters.base import (
     AgentRequest,
@@ -64,15 +63,19 @@ EPHEMERAL = ("started with Codex's exec --ephemeral, which keeps no thread: Code
              "nothing to resume")
 
 
-if TYPE_CHECKING:
-    import tomlkit.items
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
-def toml_value(value: object) -> str:
-    """`value` as the TOML that `-c key=VALUE` expects."""
-    import tomlkit  # imported when used: `amux run` of other agents does not pay for it
-
-    return str(tomlkit.item(value).as_string()).strip()
+def toml_value(value: str | Sequence[str] | Mapping[str, str]) -> str:
+    """`value` as the TOML that `-c key=VALUE` expects: a basic string (JSON's escapes are
+    TOML's; TOML also wants DEL escaped), or an array or inline table of them. Written
+    here rather than with tomlkit, whose import would cost every Codex launch ~6 ms."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{key if _BARE_KEY.fullmatch(key) else toml_value(key)} = "
+                               f"{toml_value(item)}" for key, item in value.items()) + "}"
+    return "[" + ", ".join(toml_value(item) for item in value) + "]"
 
 
 def parse_toml_value(raw: str) -> str:
@@ -132,11 +135,11 @@ class CodexAdapter:
         ignored = ignored_on_resume(request, "-c developer_instructions=",
                                     [parse_toml_value(value) for value in given], fresh)
         overrides = [
-            f"developer_instructions={toml_value(instructions)}",
+            f"developer_instructions={toml_value(instructions or '')}",
             *SUPPRESSION,
             f"mcp_servers.amux.command={toml_value(memory.mcp_command[0])}",
             f"mcp_servers.amux.args={toml_value(list(memory.mcp_command[1:]))}",
-            f"mcp_servers.amux.env={toml_value(_inline(memory.env))}",
+            f"mcp_servers.amux.env={toml_value(dict(sorted(memory.env.items())))}",
             'mcp_servers.amux.default_tools_approval_mode="approve"',
         ]
         argv = (request.executable, *(part for o in overrides for part in ("-c", o)),
@@ -153,14 +156,6 @@ class CodexAdapter:
         if args[:1] == ["exec"]:
             return ["exec", "resume", request.agent_session, *args[1:]]
         return ["resume", request.agent_session, *args]
-
-
-def _inline(env: dict[str, str]) -> tomlkit.items.InlineTable:
-    import tomlkit
-
-    table = tomlkit.inline_table()
-    table.update(dict(sorted(env.items())))
-    return table
 
 
 # -- which thread a run created ---------------------------------------------------------------
@@ -247,6 +242,8 @@ def _rollout(found: SessionFile, expected_source: str) -> Rollout | None:
 def _epoch(stamp: object) -> float | None:
     if not isinstance(stamp, str):
         return None
+    from datetime import datetime  # only when the launcher learns a thread
+
     try:
         return datetime.fromisoformat(stamp).timestamp()
     except ValueError:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any
 
 from amux.adapters.base import ResumeFlagRefused
 from amux.client.args import strict_parser
 from amux.client.cli import report, run
 from amux.client.home import amux_home
 from amux.client.wire import ClientError
+
+if TYPE_CHECKING:
+    import argparse
 
 _DESCRIPTION = (
     "Launch a coding agent with amux memory: the binding is resolved once and frozen for the "
@@ -41,6 +44,43 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_VALUED = ("--resume", "--as-user", "--pass-env")
+
+
+def quick_parse(ours: list[str]) -> SimpleNamespace | None:
+    """amux's options of a plain `amux run`, as `_parser` would read them; None lets
+    argparse decide and explain (help, abbreviations, errors). Importing argparse and
+    building its parser (a gettext lookup per help string) would cost every launch
+    ~12 ms."""
+    values: dict[str, Any] = {"dry_run": False, "resume": None, "as_user": None,
+                              "pass_env": [], "agent": None}
+    index = 0
+    while index < len(ours):
+        token = ours[index]
+        index += 1
+        if not token.startswith("-"):
+            if values["agent"] is not None:
+                return None
+            values["agent"] = token
+            continue
+        if token == "--dry-run":
+            values["dry_run"] = True
+            continue
+        name, equals, value = token.partition("=")
+        if name not in _VALUED:
+            return None
+        if not equals:
+            if index == len(ours) or ours[index].startswith("-"):
+                return None
+            value = ours[index]
+            index += 1
+        if name == "--pass-env":
+            values["pass_env"].append(value)
+        else:
+            values[name[2:].replace("-", "_")] = value
+    return SimpleNamespace(**values)
+
+
 def run_main(argv: list[str]) -> int:
     """Options before AGENT are amux's; everything after AGENT (and an optional `--`)
     is the agent's, untouched by amux's own parsing."""
@@ -50,14 +90,13 @@ def run_main(argv: list[str]) -> int:
             ours, agent_args = argv[:index], argv[index + 1:]
             break
         previous = argv[index - 1] if index else ""
-        if not arg.startswith("-") and previous not in ("--resume", "--as-user",
-                                                        "--pass-env"):
+        if not arg.startswith("-") and previous not in _VALUED:
             ours, agent_args = argv[:index + 1], argv[index + 1:]
             if agent_args[:1] == ["--"]:
                 agent_args = agent_args[1:]
             break
     try:
-        args = _parser().parse_args(ours)
+        args = quick_parse(ours) or _parser().parse_args(ours)
         if args.pass_env and not args.as_user:
             raise ClientError("invalid_argument", "--pass-env only applies with --as-user")
         if (args.resume is None) == (args.agent is None):

@@ -10,10 +10,12 @@ import json
 from datetime import UTC, datetime
 
 import tomlkit
+from hypothesis import given
+from hypothesis import strategies as st
 
 from amux.adapters import ADAPTERS
 from amux.adapters.base import AgentRequest, FinishedRun, Memory, SessionFile
-from amux.adapters.codex import pick_thread
+from amux.adapters.codex import pick_thread, toml_value
 
 SESSIONS = "/c/sessions/2026/12/01"
 CWD = "/work/project"
@@ -127,3 +129,12 @@ def test_overrides_go_before_the_subcommand_with_instructions_as_toml() -> None:
     assert 'mcp_servers.amux.default_tools_approval_mode="approve"' in plan.argv
     for setting in plan.suppression["argv"]:
         assert plan.argv[plan.argv.index(setting) - 1] == "-c"
+
+
+@given(st.text(), st.lists(st.text(), max_size=4),
+       st.dictionaries(st.text(min_size=1), st.text(), max_size=4))
+def test_toml_values_read_back_as_given(text: str, items: list[str],
+                                        table: dict[str, str]) -> None:
+    """What `-c key=VALUE` gets is the value itself once Codex's TOML parser reads it."""
+    for value in (text, items, table):
+        assert tomlkit.parse(f"v = {toml_value(value)}")["v"].unwrap() == value

@@ -1,0 +1,35 @@
+"""`amux run`'s quick parse of its own options reads every plain call as argparse does
+and leaves everything else (help, abbreviations, errors) to argparse."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from amux.cli.run import _parser, quick_parse
+from amux.client.wire import ClientError
+
+TOKENS = st.sampled_from(["--dry-run", "--resume", "--resume=ID", "--as-user", "--as-user=al",
+                          "--pass-env", "--pass-env=KEY", "--dry", "--as", "-h", "--help",
+                          "--dry-run=1", "pi", "codex", "ID", "alice", "KEY", "-", "-x", ""])
+
+
+@given(st.lists(TOKENS, max_size=6))
+def test_a_quick_parse_is_argparses(ours: list[str]) -> None:
+    quick = quick_parse(ours)
+    if quick is None:
+        return  # argparse decides
+    try:
+        full = _parser().parse_args(ours)
+    except (ClientError, SystemExit):
+        raise AssertionError(f"quick parse accepted what argparse refuses: {ours}") from None
+    assert vars(quick) == vars(full)
+
+
+def test_plain_calls_are_quick_and_the_rest_is_argparses() -> None:
+    assert vars(quick_parse(["--dry-run", "--resume", "S", "--pass-env=A", "--pass-env", "B"])
+                or {}) == {"dry_run": True, "resume": "S", "as_user": None,
+                           "pass_env": ["A", "B"], "agent": None}
+    assert quick_parse(["--as-user", "alice", "claude"]) is not None
+    for ours in (["--help"], ["--dry"], ["--resume"], ["--resume", "--dry-run"], ["a", "b"]):
+        assert quick_parse(ours) is None
