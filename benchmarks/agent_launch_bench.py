@@ -8,8 +8,8 @@ and no tool call, so every run is the same short conversation:
     codex exec --skip-git-repo-check PROMPT
     pi -p --model mock/mock-model PROMPT
 
-Three arms, interleaved (A, B, C per agent, round after round), after one warm-up
-round that is discarded:
+Three arms, interleaved (A, B, C per agent, round after round, each round starting
+with the next arm), after one warm-up round that is discarded:
 
 - A, bare: the agent started directly with exactly what `amux run --dry-run` says the
   launch adds (argv, environment changes, PATH), and the same MCP server (`amux memory
@@ -592,8 +592,11 @@ def bench_agent_launch(home: Path, connection: Connection, rounds: int,
             warnings: dict[str, dict[str, str]] = {name: {} for name in agents}
             started = time.perf_counter()
             for round_index in range(rounds + 1):
+                # Each round starts with another arm, so no arm always follows the same
+                # one (an agent's run can leave caches warm or busy for the next).
+                turn = round_index % len(arms)
                 for name in agents:
-                    for arm in arms:
+                    for arm in [*arms[turn:], *arms[:turn]]:
                         outcome = run_once(name, setups[name][arm], model)
                         if round_index == 0:
                             if not outcome.ok:
