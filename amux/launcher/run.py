@@ -362,7 +362,7 @@ def _wire(home: Path, launch: Launch, client: Path) -> wiring.Issued | None:
         _warn(f"{reason}; memory calls of this session will fail")
         return None
     try:
-        rundirs.make(run_dir, issued.token, client)
+        rundirs.make(run_dir, issued.token, client, home / "cache")
     except BaseException:
         wiring.revoke(issued)  # no token left behind by a run directory never used
         rundirs.remove(run_dir.path)

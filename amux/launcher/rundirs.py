@@ -99,10 +99,11 @@ def isolated(session_id: str, owner: tuple[int, int]) -> RunDir:
     return RunDir(run_dir, run_dir / "agent-config" / "memory", owner)
 
 
-def make(run: RunDir, token: Token, client: Path) -> None:
+def make(run: RunDir, token: Token, client: Path, cache_dir: Path) -> None:
     """Write `run` for `token`: claim, connection config, and `bin/amux` (a link to the
-    installed `client`, or for an isolated run a copy its target can run). Whatever was
-    there before (a run directory of the same session id) is replaced."""
+    installed `client`, or for an isolated run a copy its target can run, from the one
+    built in the launcher's `cache_dir`). Whatever was there before (a run directory of
+    the same session id) is replaced."""
     if run.owner is None:
         run.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         shutil.rmtree(run.path, ignore_errors=True)
@@ -120,9 +121,9 @@ def make(run: RunDir, token: Token, client: Path) -> None:
     if run.owner is None:
         amux.symlink_to(client)
         return
-    from amux.client.bundle import build_client  # zipfile: only isolated runs need it
+    from amux.client.bundle import copy_client  # zipfile: only isolated runs need it
 
-    build_client(amux).chmod(0o700)
+    copy_client(amux, cache_dir).chmod(0o700)
     for path in (run.memory, run.bin_dir, amux, run.config):
         os.chown(path, *run.owner, follow_symlinks=False)
 

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from amux.client.bundle import build_client
+from amux.client.bundle import build_client, copy_client
 from tests.hubproc import HubProcess
 
 CLIENT = Path(__file__).resolve().parents[2] / "amux" / "client"
@@ -42,3 +42,21 @@ def test_bundle_alone_talks_to_the_hub(memory_hub: HubProcess, tmp_path: Path) -
     assert run("nope").returncode == 2
     assert os.access(bundle, os.X_OK)
     assert sorted(os.listdir(alone)) == ["amux"]
+
+
+def test_isolated_runs_copy_a_client_built_once(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "amux-client-0123456789abcdef.pyz").write_bytes(b"an older client")
+    first = copy_client(tmp_path / "one", cache)
+    [built] = cache.glob("amux-client-*.pyz")  # the older one is gone
+    stamp = built.stat().st_mtime_ns
+    second = copy_client(tmp_path / "two", cache)
+    assert built.stat().st_mtime_ns == stamp  # reused, not rebuilt
+    fresh = build_client(tmp_path / "fresh")
+    assert first.read_bytes() == second.read_bytes() == built.read_bytes()
+    assert len(first.read_bytes()) == len(fresh.read_bytes())
+    assert os.stat(second).st_mode & 0o777 == 0o755
+    done = subprocess.run([sys.executable, "-I", str(second), "memory", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "search" in done.stdout

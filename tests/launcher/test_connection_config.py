@@ -27,7 +27,7 @@ def test_a_wired_run_names_the_uid_of_the_hub(memory_hub: HubProcess,
     home = memory_hub.home
     issued = wiring.delegate(home, wiring.resolve(home))
     run = rundirs.plain(home, "s-hub-uid")
-    rundirs.make(run, issued.token, Path("/bin/true"))
+    rundirs.make(run, issued.token, Path("/bin/true"), home / "cache")
     try:
         config = json.loads(run.config.read_text())
         owner = os.stat(home / "credentials" / "owner.json").st_uid  # written by the Hub
@@ -55,7 +55,8 @@ def runs_dir(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
 def test_an_isolated_runs_config_names_the_uid_of_the_hub(runs_dir: Path) -> None:
     with throwaway_user() as user:
         run = rundirs.isolated("s-hub-uid", (user.pw_uid, user.pw_gid))
-        rundirs.make(run, token("unix:/run/amux/hub.sock", os.geteuid()), Path("/bin/true"))
+        rundirs.make(run, token("unix:/run/amux/hub.sock", os.geteuid()), Path("/bin/true"),
+                     runs_dir.parent / "cache")
         assert os.stat(run.config).st_uid == user.pw_uid  # the agent's file, not the Hub's
         assert json.loads(run.config.read_text())["hub_uid"] == os.geteuid()
         assert os.stat(run.bin_dir / "amux").st_uid == user.pw_uid  # its own client copy
