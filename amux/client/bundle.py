@@ -47,7 +47,8 @@ def copy_client(dest: Path, cache_dir: Path) -> Path:
     in `cache_dir` (zipping them costs every isolated launch ~5 ms); mode 0755."""
     package = Path(__file__).resolve().parent
     sources = [package.parent / "__init__.py", *sorted(package.glob("*.py"))]
-    stamp = [(str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in sources]
+    stamp = [(str(path), info.st_size, info.st_mtime_ns)
+             for path, info in ((path, path.stat()) for path in sources)]
     key = hashlib.sha256(repr(stamp).encode()).hexdigest()[:16]
     cached = cache_dir / f"amux-client-{key}.pyz"
     if not cached.is_file():

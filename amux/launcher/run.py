@@ -86,9 +86,8 @@ class Launch:
     adapter: Adapter
     plan: LaunchPlan
     env: EnvChanges
-    run_as: RunAs | None
-    """The isolated run's target user, None for the launching user."""
     target: Target | None
+    """The isolated run's target user, None for the launching user."""
     run_dir: rundirs.RunDir | None
     """Where the agent's connection to memory goes (None: a session without memory)."""
     agent_dir: Path
@@ -96,6 +95,10 @@ class Launch:
     target's home, created owned by the target)."""
     state_file: Path | None
     """Where a new session's state is frozen."""
+
+    @property
+    def run_as(self) -> RunAs | None:
+        return _run_as(self.target)
 
     def writes(self) -> list[dict[str, Any]]:
         """The files `apply` writes, in order, with their mode and owner."""
@@ -118,6 +121,7 @@ class Launch:
         """The launch as `--dry-run` prints it (JSON)."""
         plan, session, target = self.plan, self.session, self.target
         env: dict[str, str | None] = {**self.env.set, **dict.fromkeys(self.env.unset)}
+        writes = self.writes()
         return {
             "session": session.id, "resume": not self.new, "agent": session.agent,
             "adapter": self.adapter.name,
@@ -129,10 +133,14 @@ class Launch:
             "binding": session.binding, "principal": session.principal,
             "protocol_version": session.protocol_version, "instructions": plan.instructions,
             "suppression": dict(plan.suppression), "agent_session": plan.agent_session,
-            "files": [entry["path"] for entry in self.writes()], "writes": self.writes(),
+            "files": [entry["path"] for entry in writes], "writes": writes,
             "run_dir": None if self.run_dir is None else str(self.run_dir.path),
             "warnings": list(plan.warnings),
         }
+
+
+def _run_as(target: Target | None) -> RunAs | None:
+    return None if target is None else RunAs(target.uid, target.gid, target.groups)
 
 
 def _warn(message: str) -> None:
@@ -249,7 +257,6 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
             as_user=target.name if target else None)
     new = request.resume is None
     agent_dir = _agent_dir(home, session.id, target)
-    run_as = None if target is None else RunAs(target.uid, target.gid, target.groups)
     if target is None:
         base_env = wiring.agent_env(os.environ)  # never the launcher's own token
     else:
@@ -269,7 +276,7 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
     # The user's own instructions matter only to merge the protocol after them; a dry run
     # starts nothing, not even the agent to ask it, and writes no cache; an isolated run
     # asks as the target.
-    probe = SystemProbe(base_env, os.getcwd(), run_as=run_as,
+    probe = SystemProbe(base_env, os.getcwd(), run_as=_run_as(target),
                         executable=None if request.dry_run else executable,
                         cache=None if request.dry_run else home / "cache" / "probe.json")
     try:
@@ -294,7 +301,7 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
             not_resumable_reason=plan.not_resumable)
     return Launch(session, new, adapter, plan, EnvChanges.between(os.environ, agent_env,
                                                                    plan.path),
-                  run_as, target, run_dir, agent_dir,
+                  target, run_dir, agent_dir,
                   state.session_dir(home, session.id) / "state.json" if new else None)
 
 

@@ -11,8 +11,9 @@ mint it for a resumed session whose binding no longer matches. It goes in a
 connection config (0600) inside the run directory, never in the environment:
 `agent_env` removes the launcher's own connection (`AMUX_TOKEN`, `AMUX_HUB`,
 `AMUX_MEMORY_CONFIG`, `AMUX_MEMORY_BINDING`) from every agent's environment.
-An isolated run's token is the owner's to mint for another principal
-(`grant_for`, the owner-only `principal delegate`).
+An isolated run's binding is the Hub's read-only answer for that principal
+(`resolve_for`), and its token the owner's to mint for it (`grant_for`, the
+owner-only `principal delegate`); the run directory is `rundirs`'.
 
 Anything that goes wrong here is a start-up warning and a session without
 memory: never a blocked agent, never the global scope instead, never a
@@ -33,6 +34,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from amux.client.connection import Connection, find_connection
 from amux.client.transport import HubClient
@@ -105,11 +107,7 @@ def resolve_for(home: Path, name: str, *, start_hub: bool = True) -> Binding:
             status = hub.call("/v1/status", {})
             if not status.get("memory_enabled"):
                 raise NoMemory(_reason(ClientError("memory_disabled", "")))
-            if not any(entry.get("kind") == "shared" for entry in status.get("listeners", [])):
-                raise NoMemory(
-                    "the Hub has no shared socket, so a run as another user cannot reach it: "
-                    "`amux system config set listeners.shared_socket /run/amux/hub.sock`, "
-                    "then restart the Hub; this session runs without amux memory")
+            _shared_socket(status)
             answer = hub.call("/v1/admin/principals", {"action": "binding", "name": name})
     except ClientError as error:
         if error.code == "invalid_argument" and "principal" in error.message:
@@ -118,6 +116,18 @@ def resolve_for(home: Path, name: str, *, start_hub: bool = True) -> Binding:
                            "amux memory") from None
         raise NoMemory(_reason(error)) from None
     return Binding(str(answer["principal"]), str(answer["binding"]))
+
+
+def _shared_socket(status: Mapping[str, Any]) -> str:
+    """The Hub's shared socket from its `/v1/status`; `NoMemory` when it has none."""
+    shared = next((entry["address"] for entry in status.get("listeners", [])
+                   if entry.get("kind") == "shared"), None)
+    if shared is None:
+        raise NoMemory(
+            "the Hub has no shared socket, so a run as another user cannot reach it: "
+            "`amux system config set listeners.shared_socket /run/amux/hub.sock`, "
+            "then restart the Hub; this session runs without amux memory")
+    return str(shared)
 
 
 def _reason(error: ClientError) -> str:
@@ -180,12 +190,7 @@ def grant_for(home: Path, name: str, binding: str) -> tuple[Issued, str | None]:
         connection = _connection(home, start_hub=True)
         clean_stale_runs(home, connection)
         with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
-            status = hub.call("/v1/status", {})
-            shared = next((entry["address"] for entry in status.get("listeners", [])
-                           if entry.get("kind") == "shared"), None)
-            if shared is None:
-                raise NoMemory("the Hub has no shared socket, so a run as another user cannot "
-                               "reach it (listeners.shared_socket)")
+            shared = _shared_socket(hub.call("/v1/status", {}))
             issued = hub.call("/v1/admin/principals", {
                 "action": "delegate", "name": name, "ttl": TOKEN_TTL_SECONDS,
                 "binding": binding})
@@ -193,7 +198,7 @@ def grant_for(home: Path, name: str, binding: str) -> tuple[Issued, str | None]:
         raise NoMemory(_reason(error)) from None
     token = rundirs.Token(str(issued["principal"]), binding, str(issued["token"]),
                           str(issued["token_id"]), own=False,
-                          expires_at=issued.get("expires_at"), hub=str(shared),
+                          expires_at=issued.get("expires_at"), hub=shared,
                           hub_uid=connection.hub_uid)
     grant = Issued(token, connection)
     try:
