@@ -15,10 +15,12 @@ that names its own sessions says where it writes them (`session_files`), and a p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from types import MappingProxyType
+from typing import Any, Literal, NamedTuple, Protocol
 
 Channel = Literal["mcp", "cli", "none"]
+NOTHING: Mapping[str, Any] = MappingProxyType({})
+"""An empty mapping no one can change: the default of a record's mapping field."""
 MEMORY_TOOLS = ("memory_search", "memory_get", "memory_upsert", "memory_forget",
                 "result_continue")
 
@@ -27,8 +29,7 @@ class ResumeFlagRefused(ValueError):
     """The user passed the agent's own resume flag, which would bypass the frozen state."""
 
 
-@dataclass(frozen=True)
-class Memory:
+class Memory(NamedTuple):
     """How this session reaches memory; None in a request means a session without memory."""
 
     protocol: str
@@ -41,8 +42,7 @@ class Memory:
     """A directory holding only `amux`, put first on PATH for the CLI channel."""
 
 
-@dataclass(frozen=True)
-class AgentRequest:
+class AgentRequest(NamedTuple):
     executable: str
     args: tuple[str, ...]
     """The user's own arguments (after `--`), passed through except what the adapter merges."""
@@ -60,8 +60,7 @@ class AgentRequest:
     for an isolated run a directory the target user owns)."""
 
 
-@dataclass(frozen=True)
-class PlanFile:
+class PlanFile(NamedTuple):
     """A file the plan gives the agent (Pi's merged instructions): written before every
     launch of the plan, so on resume from the frozen text, temp-and-replace, owned by the
     user the agent runs as."""
@@ -71,12 +70,11 @@ class PlanFile:
     mode: int = 0o600
 
 
-@dataclass(frozen=True)
-class LaunchPlan:
-    """One launch of the agent as data; never changed once made (`dataclasses.replace`)."""
+class LaunchPlan(NamedTuple):
+    """One launch of the agent as data; never changed once made (`_replace`)."""
 
     argv: tuple[str, ...]
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = NOTHING
     """Environment variables set for this launch only."""
     unset: tuple[str, ...] = ()
     """Environment variables removed for this launch only."""
@@ -85,7 +83,7 @@ class LaunchPlan:
     channel: Channel = "none"
     instructions: str | None = None
     """The merged instruction text the agent receives (frozen in the session state)."""
-    suppression: Mapping[str, Any] = field(default_factory=dict)
+    suppression: Mapping[str, Any] = NOTHING
     """The native-memory suppression applied, for the record and the contract: `env`,
     variables this plan sets to those values; `argv`, arguments it passes."""
     agent_session: str | None = None
@@ -164,8 +162,7 @@ class Probe(Protocol):
         ...
 
 
-@dataclass(frozen=True)
-class SessionFile:
+class SessionFile(NamedTuple):
     """One session file the agent wrote during a run (see `SessionFiles`)."""
 
     path: str
@@ -175,8 +172,7 @@ class SessionFile:
     """Seen open in the agent's own process tree while it ran."""
 
 
-@dataclass(frozen=True)
-class FinishedRun:
+class FinishedRun(NamedTuple):
     """What the launcher saw of a new session's first run of the agent."""
 
     argv: tuple[str, ...]
@@ -192,8 +188,7 @@ class FinishedRun:
     """The session files that did not exist when the agent started."""
 
 
-@dataclass(frozen=True)
-class SessionFiles:
+class SessionFiles(NamedTuple):
     """Where an agent that names its own sessions writes one file per session. The
     launcher watches them during a new session's first run; `pick` (the adapter's pure
     decision) names the agent session that run created, or None with a warning."""

@@ -32,7 +32,7 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from amux.adapters.base import (
     AgentRequest,
@@ -171,8 +171,7 @@ CLOCK_SLACK = 1.0
 """Seconds a rollout's `session_meta` timestamp may lie outside the run (clock rounding)."""
 
 
-@dataclass(frozen=True)
-class Rollout:
+class Rollout(NamedTuple):
     """A rollout's `session_meta`, as far as the choice of a thread needs it."""
 
     id: str

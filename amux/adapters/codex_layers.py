@@ -68,7 +68,7 @@ import platform
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from amux import __version__
 from amux.adapters.base import Probe, take_option
@@ -86,8 +86,7 @@ CACHE_KEY_VERSION = "codex-layers/1"
 _CONFIG_READ_ID = 1
 
 
-@dataclass(frozen=True)
-class Layer:
+class Layer(NamedTuple):
     kind: str
     """Codex's layer type: sessionFlags, project, user, system, or a managed one."""
     value: str | None
@@ -162,11 +161,11 @@ def effective(layers: list[Layer]) -> str | None:
 def _adjusted(layers: list[Layer], args: tuple[str, ...], probe: Probe) -> list[Layer]:
     """`layers` with the profile spliced in and the `exec` flags that change them applied."""
     if "--ignore-user-config" in args:  # and with it the trust recorded there
-        layers = [replace(layer, disabled="the user's config is ignored")
+        layers = [layer._replace(disabled="the user's config is ignored")
                   if layer.kind == "project" else layer
                   for layer in layers if layer.kind != "user"]
     elif "--trust" in args:  # Codex refuses it for a directory marked untrusted
-        layers = [replace(layer, disabled=None) if layer.kind == "project" else layer
+        layers = [layer._replace(disabled=None) if layer.kind == "project" else layer
                   for layer in layers]
     profile = profile_name(args)
     if profile and not any(layer.kind == "user" and layer.profile == profile

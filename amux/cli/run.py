@@ -131,7 +131,5 @@ def _sessions(args: Any) -> Any:
     home = amux_home()
     if args.action == "list":
         return {"sessions": [session_summary(s) for s in state.listing(home)]}
-    from dataclasses import asdict
-
-    return asdict(state.load(home, args.id))
+    return state.load(home, args.id)._asdict()
 

@@ -17,17 +17,16 @@ Elsewhere psutil answers.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import NamedTuple
 
 TOLERANCE_SECONDS = 1.0
 """How far two readings of one process's start time may differ (psutil derives it
 from the boot time, which each reader computes from the clock)."""
 
 
-@dataclass(frozen=True)
-class ProcessId:
+class ProcessId(NamedTuple):
     pid: int
     started: float | None
     """psutil's `create_time`; None for a pid-only record."""

@@ -15,7 +15,6 @@ without memory; they never block the agent.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -23,9 +22,8 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from amux.adapters import ADAPTERS, for_agent
 from amux.adapters.base import Adapter, AgentRequest, LaunchPlan, Memory
@@ -41,8 +39,7 @@ from amux.protocol import render
 VERSION_TIMEOUT_SECONDS = 10.0
 
 
-@dataclass(frozen=True)
-class RunRequest:
+class RunRequest(NamedTuple):
     agent: str | None
     args: list[str]
     resume: str | None = None
@@ -53,8 +50,7 @@ class RunRequest:
     """Variables an isolated agent gets although they look like credentials."""
 
 
-@dataclass(frozen=True)
-class EnvChanges:
+class EnvChanges(NamedTuple):
     """The agent's environment as changes to the launcher's."""
 
     set: Mapping[str, str]
@@ -76,8 +72,7 @@ class EnvChanges:
         return env
 
 
-@dataclass(frozen=True)
-class Launch:
+class Launch(NamedTuple):
     """Everything one `amux run` does, decided before the agent starts; never changed."""
 
     session: state.SessionState
@@ -291,12 +286,12 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
         agent_session=(adapter.new_session_ref(session.id, str(agent_dir)) if new
                        else session.agent_session),
         resume=not new, files_dir=str(agent_dir)))
-    plan = dataclasses.replace(plan, warnings=(*warnings, *probe.warnings, *plan.warnings))
+    plan = plan._replace(warnings=(*warnings, *probe.warnings, *plan.warnings))
     agent_env = {k: v for k, v in {**base_env, **plan.env}.items() if k not in plan.unset}
     if new:
-        session = dataclasses.replace(
-            session, channel=plan.channel, instructions=plan.instructions,
-            suppression=dict(plan.suppression), warnings=list(plan.warnings),
+        session = session._replace(
+            channel=plan.channel, instructions=plan.instructions,
+            suppression=dict(plan.suppression), warnings=plan.warnings,
             agent_session=plan.agent_session, resumable=plan.not_resumable is None,
             not_resumable_reason=plan.not_resumable)
     return Launch(session, new, adapter, plan, EnvChanges.between(os.environ, agent_env,
@@ -401,8 +396,8 @@ def _learn_session(home: Path, session: state.SessionState, watch: session_watch
         _warn(warning)
     if ref is None and not warning:
         return session
-    learned = dataclasses.replace(session, agent_session=ref,
-                                  warnings=[*session.warnings, *([warning] if warning else [])])
+    learned = session._replace(agent_session=ref,
+                               warnings=(*session.warnings, *([warning] if warning else [])))
     state.save(home, learned)
     return learned
 
@@ -420,7 +415,7 @@ def _own_dir(path: Path, target: Target) -> None:
 
 
 def session_summary(session: state.SessionState) -> dict[str, Any]:
-    data = asdict(session)
+    data = session._asdict()
     for key in ("protocol", "instructions"):
         data.pop(key)
     return data

@@ -30,8 +30,8 @@ import json
 import os
 import shutil
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from amux.client.wire import ClientError
 from amux.hub import pidfile
@@ -42,8 +42,7 @@ CONFIG_NAME = "memory.json"
 DEFAULT_RUNS_ROOT = "/var/lib/amux/runs"
 
 
-@dataclass(frozen=True)
-class RunDir:
+class RunDir(NamedTuple):
     """One run directory's layout; nothing exists until `make`."""
 
     path: Path
@@ -62,8 +61,7 @@ class RunDir:
         return self.memory / "bin"
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     """The delegated token a run directory gives its agent, and how to revoke it."""
 
     principal: str

@@ -15,9 +15,8 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from amux.client.wire import ClientError
 from amux.memory.durable import write_file_atomic
@@ -25,8 +24,7 @@ from amux.memory.durable import write_file_atomic
 STATE_VERSION = 1
 
 
-@dataclass
-class SessionState:
+class SessionState(NamedTuple):
     id: str
     agent: str
     """The command the user named (`claude`, `/opt/bin/codex`, …)."""
@@ -42,7 +40,7 @@ class SessionState:
     agent_session: str | None
     created_at: float
     cwd: str
-    warnings: list[str] = field(default_factory=list)
+    warnings: tuple[str, ...] = ()
     as_user: str | None = None
     """The Unix user an isolated session runs as (None: the launching user)."""
     version: int = STATE_VERSION
@@ -77,7 +75,7 @@ def save(home: Path, state: SessionState) -> Path:
     sessions_dir(home).mkdir(mode=0o700, parents=True, exist_ok=True)
     directory.mkdir(mode=0o700, exist_ok=True)
     path = directory / "state.json"
-    data = json.dumps(asdict(state), ensure_ascii=False, indent=1, sort_keys=True)
+    data = json.dumps(state._asdict(), ensure_ascii=False, indent=1, sort_keys=True)
     write_file_atomic(path, data.encode("utf-8") + b"\n")
     return path
 
@@ -94,6 +92,7 @@ def load(home: Path, session_id: str) -> SessionState:
     if data.get("version") != STATE_VERSION:
         raise ClientError("invalid_argument", f"{path} has state version "
                           f"{data.get('version')!r}; this amux reads {STATE_VERSION}")
+    data["warnings"] = tuple(data.get("warnings", ()))
     return SessionState(**data)
 
 

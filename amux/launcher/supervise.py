@@ -33,8 +33,8 @@ import shlex
 import signal
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 from types import FrameType
+from typing import NamedTuple
 
 _Handler = Callable[[int, FrameType | None], None] | signal.Handlers
 
@@ -53,8 +53,7 @@ class AgentNotStarted(Exception):
                          f"{error.strerror or error}{where}")
 
 
-@dataclass(frozen=True)
-class RunAs:
+class RunAs(NamedTuple):
     """Another Unix user to run the agent as (isolated runs; needs root)."""
 
     uid: int

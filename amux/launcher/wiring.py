@@ -32,9 +32,8 @@ import shutil
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from amux.client.connection import Connection, find_connection
 from amux.client.transport import HubClient
@@ -53,14 +52,12 @@ class NoMemory(Exception):
     """Memory cannot be wired for this launch; the message is the start-up warning."""
 
 
-@dataclass(frozen=True)
-class Binding:
+class Binding(NamedTuple):
     principal: str
     binding: str
 
 
-@dataclass(frozen=True)
-class Issued:
+class Issued(NamedTuple):
     """A delegated token for one agent run, with the launcher's own connection, through
     which it is revoked at cleanup."""
 

@@ -21,7 +21,7 @@ import os
 import pwd
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from amux.client.wire import ClientError
 
@@ -34,8 +34,7 @@ _DROPPED = frozenset({"HOME", "USER", "LOGNAME", "SHELL", "MAIL", "OLDPWD", "PWD
                       "LD_LIBRARY_PATH"})
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     name: str
     uid: int
     gid: int
