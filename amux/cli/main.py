@@ -57,7 +57,7 @@ def _dispatch(args: list[str]) -> int:
 
         return run_main(args[1:])
     if args[:1] == ["sessions"]:
-        from amux.cli.run import sessions_main
+        from amux.cli.sessions import sessions_main
 
         return sessions_main(args[1:])
     if args[:1] == ["eval"]:
