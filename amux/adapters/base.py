@@ -9,7 +9,9 @@ same plan. What must be read from the user's set-up is read by the adapter's
 hooks (`user_instructions`) through an injected `Probe`, so each hook is tested
 with a fake and the launcher never needs to know which agent reads what. An agent
 that names its own sessions says where it writes them (`session_files`), and a pure
-`pick` says which of the files a run wrote is that run's session.
+`pick` says which of the files a run wrote is that run's session. What an adapter relies
+on in its agent (flags, variables, settings) it declares as data (`requires`), which
+`amux doctor` checks against the installed agent.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol
 
 Channel = Literal["mcp", "cli", "none"]
+RequirementKind = Literal["flag", "env", "setting"]
 NOTHING: Mapping[str, Any] = MappingProxyType({})
 """An empty mapping no one can change: the default of a record's mapping field."""
 MEMORY_TOOLS = ("memory_search", "memory_get", "memory_upsert", "memory_forget",
@@ -199,6 +202,21 @@ class SessionFiles(NamedTuple):
     pick: Callable[[FinishedRun], tuple[str | None, str | None]]
 
 
+class Requirement(NamedTuple):
+    """One thing in the agent that the adapter relies on, declared so that `amux doctor`
+    can check the installed agent has it (an agent update may rename or drop it)."""
+
+    kind: RequirementKind
+    """`flag`: an option or subcommand the adapter passes, which must appear in the output
+    of `help_args`; `env`: a variable the adapter sets or removes, and `setting`: a config
+    key it sets, either of which must be a string in the agent's installed code."""
+    name: str
+    why: str
+    """What amux loses without it (shown when it is missing)."""
+    help_args: tuple[str, ...] = ("--help",)
+    """For a flag: the arguments whose output lists it (a subcommand's own help)."""
+
+
 class Adapter(Protocol):
     name: str
     channel: Channel
@@ -208,6 +226,8 @@ class Adapter(Protocol):
     relaunches the command as it was given)."""
     version_args: tuple[str, ...] | None
     """The arguments that make the agent print its version (None: not asked)."""
+    requires: tuple[Requirement, ...]
+    """Every flag, variable and setting of the agent that `plan` and the hooks use."""
 
     def version(self, status: int, stdout: str, stderr: str) -> str | None:
         """The version in the answer to `version_args`, None if there is none."""

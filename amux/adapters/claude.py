@@ -35,6 +35,7 @@ from amux.adapters.base import (
     Channel,
     LaunchPlan,
     Probe,
+    Requirement,
     first_line_version,
     ignored_on_resume,
     merge_instructions,
@@ -55,6 +56,21 @@ class ClaudeAdapter:
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
     version = first_line_version
+    requires = (
+        Requirement("flag", "--session-id", "a new session's id is chosen up front, so it "
+                    "can be resumed"),
+        Requirement("flag", "--resume", "`amux run --resume` resumes that session"),
+        Requirement("flag", "--system-prompt-snapshot", "a resumed session would keep its "
+                    "first system prompt, not the frozen protocol and suppression"),
+        Requirement("flag", "--append-system-prompt", "the memory protocol reaches Claude"),
+        Requirement("flag", "--mcp-config", "the memory tools reach Claude"),
+        Requirement("flag", "--allowedTools", "the memory tools run without a prompt"),
+        Requirement("setting", "alwaysLoad", "the memory tools are loaded up front, not "
+                    "deferred behind ToolSearch"),
+        Requirement("env", DISABLE_AUTO_MEMORY, "Claude's own auto-memory is turned off"),
+        Requirement("env", "CLAUDE_CONFIG_DIR", "an isolated run reads the target user's "
+                    "config (it is removed)"),
+    )
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # Claude reads its CLAUDE.md files itself; `plan` merges the flags

@@ -40,6 +40,7 @@ from amux.adapters.base import (
     FinishedRun,
     LaunchPlan,
     Probe,
+    Requirement,
     ResumeFlagRefused,
     SessionFile,
     SessionFiles,
@@ -95,6 +96,22 @@ class CodexAdapter:
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
     version = first_line_version
+    requires = (
+        Requirement("flag", "-c", "every setting below is passed as `-c key=value`"),
+        Requirement("flag", "resume", "`amux run --resume` resumes the thread"),
+        Requirement("flag", "resume", "`amux run --resume` resumes an exec thread",
+                    ("exec", "--help")),
+        Requirement("flag", "app-server", "the user's developer_instructions are read from "
+                    "every config layer as Codex sees them (else from the files, guessed)"),
+        Requirement("setting", "developer_instructions", "the memory protocol reaches Codex"),
+        Requirement("setting", "use_memories", "Codex's own memory is not used"),
+        Requirement("setting", "generate_memories", "Codex's own memory is not written"),
+        Requirement("setting", "mcp_servers", "the memory tools reach Codex"),
+        Requirement("setting", "default_tools_approval_mode", "the memory tools run without "
+                    "an approval prompt"),
+        Requirement("env", "CODEX_HOME", "an isolated run reads the target user's config, "
+                    "and the launcher finds the thread's rollout"),
+    )
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         """The `developer_instructions` Codex would use without us, from all its layers

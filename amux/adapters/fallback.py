@@ -9,7 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from amux.adapters.base import AgentRequest, Channel, LaunchPlan, Probe, no_session_files
+from amux.adapters.base import (
+    AgentRequest,
+    Channel,
+    LaunchPlan,
+    Probe,
+    Requirement,
+    no_session_files,
+)
 
 
 class FallbackAdapter:
@@ -17,6 +24,7 @@ class FallbackAdapter:
     channel: Channel = "none"
     tracks_sessions = False
     version_args: tuple[str, ...] | None = None
+    requires: tuple[Requirement, ...] = ()
 
     def version(self, status: int, stdout: str, stderr: str) -> str | None:
         return None

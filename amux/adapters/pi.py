@@ -35,6 +35,7 @@ from amux.adapters.base import (
     LaunchPlan,
     PlanFile,
     Probe,
+    Requirement,
     ResumeFlagRefused,
     first_line_version,
     ignored_on_resume,
@@ -118,6 +119,13 @@ class PiAdapter:
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
     version = first_line_version
+    requires = (
+        Requirement("flag", "--session", "the session file is chosen up front, so it can be "
+                    "resumed"),
+        Requirement("flag", APPEND, "the memory protocol reaches Pi"),
+        Requirement("env", "PI_CODING_AGENT_DIR", "an isolated run reads the target user's "
+                    "config"),
+    )
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         """What Pi itself would append to its system prompt, as one text (module doc)."""

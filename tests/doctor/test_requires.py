@@ -1,0 +1,75 @@
+"""Each adapter's `requires` is what its plans and hooks really use, derived from them (never
+a copied list): every flag and variable a representative launch passes or sets is declared,
+and everything declared is used by some launch."""
+
+from __future__ import annotations
+
+import pytest
+
+from amux.adapters import ADAPTERS
+from amux.adapters.base import LaunchPlan
+from amux.adapters.fallback import FallbackAdapter
+from tests.adapters.test_contract import USER_ARGS, memory, plan
+from tests.adapters.test_hooks import FakeProbe
+
+NAMES = sorted(ADAPTERS)
+
+
+def launches(name: str, args: list[str]) -> list[LaunchPlan]:
+    """New and resumed, with memory and without."""
+    return [plan(name, with_memory=with_memory, resume=resume, args=args)
+            for with_memory in (True, False) for resume in (False, True)]
+
+
+def hook_commands(name: str, args: list[str]) -> list[tuple[str, ...]]:
+    """The commands the adapter's hooks ask the agent (without the executable; not the
+    other commands they run, such as git)."""
+    executable = f"/usr/bin/{name}"
+    probe = FakeProbe({}, executable=executable)
+    ADAPTERS[name].user_instructions(tuple(args), probe)
+    return [argv[1:] for argv, _ in probe.ran if argv[0] == executable]
+
+
+def options(words: list[str]) -> set[str]:
+    return {word.partition("=")[0] for word in words if word.startswith("-")}
+
+
+def amux_env(name: str, launch: LaunchPlan) -> set[str]:
+    """The variables a launch sets or removes for the agent itself (not amux's own
+    connection, which only the `amux` client reads)."""
+    own = memory(ADAPTERS[name].channel).env
+    return {key for key in launch.env if key not in own} | set(launch.unset)
+
+
+def declared(name: str, kind: str) -> set[str]:
+    return {req.name for req in ADAPTERS[name].requires if req.kind == kind}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_flag_and_variable_a_launch_uses_is_declared(name: str) -> None:
+    # With no user arguments, every word of the argv after the executable is amux's.
+    words = [word for launch in launches(name, []) for word in launch.argv[1:]]
+    words += [word for argv in hook_commands(name, []) for word in argv]
+    assert options(words) <= declared(name, "flag")
+    env = {key for launch in launches(name, []) for key in amux_env(name, launch)}
+    assert env | set(ADAPTERS[name].isolated_env("/home/t")) <= declared(name, "env")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_everything_declared_is_used_by_some_launch(name: str) -> None:
+    adapter = ADAPTERS[name]
+    every = [launch for args in ([], USER_ARGS[name]) for launch in launches(name, args)]
+    words = {word for launch in every for word in launch.argv[1:]}
+    words |= {word for args in ([], USER_ARGS[name])
+              for argv in hook_commands(name, args) for word in argv}
+    assert declared(name, "flag") <= {word.partition("=")[0] for word in words}
+    env = {key for launch in every for key in amux_env(name, launch)}
+    assert declared(name, "env") <= env | set(adapter.isolated_env("/home/t"))
+    for setting in declared(name, "setting"):
+        assert any(setting in word for word in words), setting
+    for requirement in adapter.requires:
+        assert requirement.why and requirement.help_args
+
+
+def test_the_fallback_relies_on_nothing() -> None:
+    assert FallbackAdapter().requires == ()
