@@ -1,0 +1,243 @@
+"""Each known agent as installed here: on PATH or not, its version, and whether every
+integration point its adapter declares (`Adapter.requires`) is in that version.
+
+Probed, never assumed. A flag must appear, as a word, in the output of the agent's own
+help (`Requirement.help_args`, each asked once, bounded). A variable or a setting must be a
+string in the agent's installed code: the executable's real path and, when it belongs to
+an npm package (a `package.json` at most `PACKAGE_LEVELS` directories up), that package's
+code files and those of the packages it depends on, found as Node finds them (npm's Codex
+is a Node script that starts a native binary from an optional dependency). The files are
+searched as bytes (a native binary holds its strings too), each file once (a hard link is
+the same file), stopping when every name is found, within `SEARCH_SECONDS` and
+`SEARCH_BYTES`; what could not be told is a note, never a problem.
+
+Which npm package installs each agent (`PACKAGES`) is the one fact here about a
+particular agent: it names the fix, and no adapter holds it yet.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+import shutil
+import stat
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from amux.adapters import ADAPTERS
+from amux.adapters.base import Adapter, Requirement
+from amux.doctor import Finding
+from amux.launcher.probe import SystemProbe
+
+HELP_TIMEOUT = 8.0
+"""Seconds an agent gets to print its help (Pi, a Node CLI, takes ~1 s)."""
+SEARCH_SECONDS = 6.0
+SEARCH_BYTES = 4 << 30
+"""At most this much installed code is searched for one agent (Claude's binary: ~400 MB)."""
+PACKAGE_LEVELS = 3
+"""How far up from the executable's real directory its package's `package.json` may be."""
+PACKAGE_FILES = 20_000
+"""At most this many files of one package are searched."""
+CODE_SUFFIXES = (".js", ".cjs", ".mjs", ".node", ".wasm", ".exe")
+"""A package's code files (also any executable file); not its docs, types or source maps,
+which may name what the code no longer reads."""
+PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex",
+            "pi": "@mariozechner/pi-coding-agent"}
+"""The npm package of each known agent, for the command that installs or updates it."""
+CHECKOUT_NPM = Path(__file__).resolve().parents[2] / "fixtures" / "npm"
+"""In an amux checkout: the pinned agents (`npm ci --prefix fixtures/npm`)."""
+
+
+def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any], list[Finding]]:
+    """Agent `name` (a key of `ADAPTERS`) as found on `env`'s PATH."""
+    adapter = ADAPTERS[name]
+    label = f"agent {name}"
+    executable = shutil.which(name, path=env.get("PATH", os.defpath))
+    if executable is None:
+        return ({"name": name, "found": False, "path": None, "realpath": None, "version": None,
+                 "requirements": []},
+                [Finding(label, f"{name} is not on PATH, so `amux run {name}` cannot start it",
+                         install_fix(name))])
+    probe = SystemProbe(env, "/", executable=executable)
+    flags = [r for r in adapter.requires if r.kind == "flag"]
+    strings = [r.name for r in adapter.requires if r.kind != "flag"]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        asked_version = pool.submit(agent_version, home, adapter, executable, probe)
+        helps = {args: pool.submit(probe.run, [executable, *args], timeout=HELP_TIMEOUT)
+                 for args in dict.fromkeys(r.help_args for r in flags)}
+        searched = pool.submit(search, installed_code(executable), strings)
+    version = asked_version.result()
+    found = searched.result()
+    requirements: list[dict[str, Any]] = []
+    findings: list[Finding] = []
+    for requirement in adapter.requires:
+        if requirement.kind == "flag":
+            where = "`" + " ".join((name, *requirement.help_args)) + "`"
+            present = in_help(helps[requirement.help_args].result(), requirement.name)
+        else:
+            where, present = "its installed code", found[requirement.name]
+        requirements.append({**requirement._asdict(), "present": present, "where": where})
+        finding = _finding(label, name, version, requirement, present, where)
+        if finding is not None:
+            findings.append(finding)
+    return ({"name": name, "found": True, "path": executable,
+             "realpath": os.path.realpath(executable), "version": version,
+             "requirements": requirements}, findings)
+
+
+def _finding(label: str, name: str, version: str | None, requirement: Requirement,
+             present: bool | None, where: str) -> Finding | None:
+    what = f"{requirement.kind} {requirement.name}"
+    if present is None:
+        return Finding(label, f"could not tell whether {name} has {what} ({where} could "
+                       "not be read in time)", None, "note")
+    if present:
+        return None
+    return Finding(label, f"{name} {version or '(version unknown)'} has no {what} (not in "
+                   f"{where}), which amux needs: {requirement.why}", update_fix(name))
+
+
+def agent_version(home: Path, adapter: Adapter, executable: str,
+                  probe: SystemProbe) -> str | None:
+    """The agent's version, through the launcher's cache when there is a home (a doctor
+    creates none)."""
+    if adapter.version_args is None:
+        return None
+    if home.is_dir():
+        from amux.launcher.run import _version
+
+        return _version(home, adapter, executable)
+    done = probe.run([executable, *adapter.version_args], timeout=HELP_TIMEOUT)
+    return None if done is None else adapter.version(*done)
+
+
+def in_help(answer: tuple[int, str, str] | None, flag: str) -> bool | None:
+    """Whether `flag` is a word of the help's output (either stream: some agents print
+    help on stderr); None when the agent gave no help."""
+    if answer is None or not (answer[1] or answer[2]):
+        return None
+    return re.search(rf"(?<![\w-]){re.escape(flag)}(?![\w-])", answer[1] + answer[2]) is not None
+
+
+def installed_code(executable: str) -> Iterator[str]:
+    """The files holding the agent's code, its real path first (listed lazily: a search
+    that finds everything in the executable lists nothing more)."""
+    real = os.path.realpath(executable)
+    yield real
+    root = _package_root(os.path.dirname(real))
+    if root is None:
+        return
+    for package in (root, *_dependencies(root)):
+        yield from _code_files(package)
+
+
+def _package_root(directory: str) -> str | None:
+    for _ in range(PACKAGE_LEVELS):
+        if os.path.isfile(os.path.join(directory, "package.json")):
+            return directory
+        directory = os.path.dirname(directory)
+    return None
+
+
+def _dependencies(root: str) -> list[str]:
+    """The installed packages `root`'s `package.json` depends on, as Node resolves them
+    from `root`: its own `node_modules`, then each ancestor's."""
+    try:
+        with open(os.path.join(root, "package.json"), encoding="utf-8") as handle:
+            manifest = json.load(handle)
+    except (OSError, ValueError):
+        return []
+    names: list[str] = []
+    for field in ("dependencies", "optionalDependencies"):
+        declared = manifest.get(field) if isinstance(manifest, dict) else None
+        names += list(declared) if isinstance(declared, dict) else []
+    found = []
+    for name in names:
+        for modules in _node_modules(root):
+            package = os.path.join(modules, *name.split("/"))
+            if os.path.isfile(os.path.join(package, "package.json")):
+                found.append(os.path.realpath(package))
+                break
+    return found
+
+
+def _node_modules(directory: str) -> Iterator[str]:
+    while True:
+        if os.path.basename(directory) != "node_modules":
+            yield os.path.join(directory, "node_modules")
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return
+        directory = parent
+
+
+def _code_files(package: str) -> Iterator[str]:
+    """A package's code files, without the packages it has inside (`node_modules`)."""
+    count = 0
+    for directory, subdirectories, files in os.walk(package):
+        subdirectories[:] = sorted(d for d in subdirectories
+                                   if d != "node_modules" and not d.startswith("."))
+        for file in sorted(files):
+            path = os.path.join(directory, file)
+            if file.endswith(CODE_SUFFIXES) or os.access(path, os.X_OK):
+                count += 1
+                if count > PACKAGE_FILES:
+                    return
+                yield path
+
+
+def search(files: Iterator[str], names: Sequence[str], seconds: float = SEARCH_SECONDS,
+           budget: int = SEARCH_BYTES) -> dict[str, bool | None]:
+    """Which of `names` occur in `files`: True, False, or None when the budget ran out
+    before every file was searched."""
+    missing = {name: name.encode() for name in names}
+    seen: set[tuple[int, int]] = set()
+    deadline = time.monotonic() + seconds
+    complete = True
+    for path in files if missing else ():
+        if time.monotonic() > deadline or budget <= 0:
+            complete = False
+            break
+        try:
+            with open(path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                if (not stat.S_ISREG(info.st_mode) or not info.st_size
+                        or (info.st_dev, info.st_ino) in seen):
+                    continue
+                seen.add((info.st_dev, info.st_ino))
+                budget -= info.st_size
+                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+                    for name in [n for n, needle in missing.items() if data.find(needle) >= 0]:
+                        del missing[name]
+        except (OSError, ValueError):  # unreadable, or gone: the others may still tell
+            continue
+        if not missing:
+            break
+    return {name: name not in missing or (False if complete else None) for name in names}
+
+
+def install_fix(name: str) -> str | None:
+    """The command that puts agent `name` on PATH: the checkout's pinned one when it is
+    installed there, else npm's."""
+    pinned = CHECKOUT_NPM / "node_modules" / ".bin"
+    if (pinned / name).exists():
+        return f'export PATH="{pinned}:$PATH"'
+    return f"npm i -g {PACKAGES[name]}" if name in PACKAGES else None
+
+
+def update_fix(name: str) -> str | None:
+    """The command that installs the version amux is tested with (pinned in the checkout),
+    else the latest."""
+    if name not in PACKAGES:
+        return None
+    try:
+        pins = json.loads((CHECKOUT_NPM / "package.json").read_text())["dependencies"]
+        version = str(pins[PACKAGES[name]])
+    except (OSError, ValueError, KeyError, TypeError):
+        version = "latest"
+    return f"npm i -g {PACKAGES[name]}@{version}"
