@@ -25,7 +25,8 @@ def _call(path: str, body: dict[str, Any]) -> Any:
 def config_main(argv: list[str]) -> int:
     parser = strict_parser(prog="amux system config", description="Read or change Hub "
                            "configuration (memory.enabled, isolation.enabled). Owner only.")
-    commands = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
+    commands = parser.add_subparsers(dest="action", required=True, metavar="COMMAND",
+                                     parser_class=type(parser))
     get = commands.add_parser("get", help="print a key's effective value")
     get.add_argument("key")
     put = commands.add_parser("set", help="set a key (true/false); applies at once")
@@ -38,7 +39,8 @@ def config_main(argv: list[str]) -> int:
 def principal_main(argv: list[str]) -> int:
     parser = strict_parser(prog="amux principal", description="Manage who may use this Hub's "
                            "memory. Owner only; changes apply at once.")
-    commands = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
+    commands = parser.add_subparsers(dest="action", required=True, metavar="COMMAND",
+                                     parser_class=type(parser))
     add = commands.add_parser("add", help="a new principal (its id is NAME) and its first token")
     add.add_argument("name")
     alias = commands.add_parser("alias", help="another login name sharing NAME's memory")
@@ -71,7 +73,8 @@ def secrets_main(argv: list[str]) -> int:
                            "per-scope allow list: a false positive's fingerprint (from the "
                            "secret_detected error) allowed for one scope only. Owner only; "
                            "there is no global off switch.")
-    commands = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
+    commands = parser.add_subparsers(dest="action", required=True, metavar="COMMAND",
+                                     parser_class=type(parser))
     for action, text in (("allow", "allow this fingerprint in the scope"),
                          ("remove", "take an allowed fingerprint back")):
         command = commands.add_parser(action, help=text)

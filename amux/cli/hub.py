@@ -13,7 +13,8 @@ from amux.client.home import amux_home
 def main(argv: list[str]) -> int:
     parser = strict_parser(prog="amux hub", description="Run and control the Hub that owns "
                            "<AMUX_HOME>/memory (AMUX_HOME defaults to the platform data dir).")
-    commands = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
+    commands = parser.add_subparsers(dest="action", required=True, metavar="COMMAND",
+                                     parser_class=type(parser))
     serve = commands.add_parser("serve", help="run the Hub in the foreground until SIGTERM")
     serve.add_argument("home", nargs="?", help="AMUX_HOME to serve (default: $AMUX_HOME)")
     commands.add_parser("start", help="start the Hub in the background; returns when ready")

@@ -64,6 +64,11 @@ def _dispatch(args: list[str]) -> int:
         from amux.cli.eval import eval_main
 
         return eval_main(args[1:])
+    if args[:1] == ["doctor"]:
+        # the ignores go once amux/cli/doctor.py (another change) is in the tree
+        from amux.cli.doctor import doctor_main  # type: ignore[import-not-found,unused-ignore]
+
+        return doctor_main(args[1:])  # type: ignore[no-any-return,unused-ignore]
     if args[:2] == ["protocol", "show"]:
         return _protocol_show(args[2:])
     if args[:2] == ["system", "secrets"]:
@@ -74,31 +79,92 @@ def _dispatch(args: list[str]) -> int:
         from amux.cli.admin import principal_main
 
         return _local_hub_error("amux principal", args[1:]) or principal_main(args[1:])
-    import argparse  # only for `amux --help` and friends: memory calls never pay for it
+    if args[:1] == ["system"]:
+        return _group("amux system", "Hub administration (owner only). `amux system COMMAND "
+                      "--help` shows a command's own help.", _SYSTEM, args[1:])
+    if args[:1] == ["protocol"]:
+        return _group("amux protocol", "The fixed memory protocol that `amux run` gives "
+                      "agents.", _PROTOCOL, args[1:])
+    if args[:1] == ["--version"]:
+        print(f"amux {__version__}")
+        return 0
+    return _group("amux", "amux memory: shared, file-based long-term memory for coding "
+                  "agents. `amux COMMAND --help` shows a command's own help; --version "
+                  "prints the version.", _top_level(), args)
 
-    parser = argparse.ArgumentParser(
-        prog="amux",
-        description="amux memory: shared, file-based long-term memory for coding agents.",
-        epilog="commands: `amux memory search|show|upsert|forget|export|doctor` (talk to the Hub); "
-        "`amux run [--dry-run] [--resume ID] AGENT [-- ARGS]` (launch an agent with memory); "
-        "`amux sessions list|show`; `amux eval live` (how well a model uses memory through "
-        "the real agent); "
-        "`amux memory mcp` (the stdio MCP server); `amux protocol show [--mcp|--cli]`; "
-        "`amux hub serve|start|stop|status|reload`; "
-        "`amux system config get|set`, `amux system secrets allow|remove|list`, "
-        "`amux principal add|alias|token|revoke|delegate|list` "
-        "(owner only).",
+
+Rows = tuple[tuple[str, str], ...]
+"""A command list for help: (command and its words, what it does)."""
+
+_SYSTEM: Rows = (
+    ("config get|set", "Hub configuration: memory.enabled, isolation.enabled, listeners"),
+    ("secrets allow|remove|list", "the secret guard's per-scope allow list"),
+)
+_PROTOCOL: Rows = (("show [--mcp|--cli]", "print the protocol text for one memory channel"),)
+
+
+def _top_level() -> Rows:
+    """Every command, the memory ones from the client's own table."""
+    from amux.client.cli import COMMANDS
+
+    return (
+        *((f"memory {name}", command.help) for name, command in COMMANDS.items()),
+        ("run [--dry-run] [--resume ID] AGENT [-- ARGS...]",
+         "launch a coding agent (claude, codex, pi) with amux memory"),
+        ("sessions list|show ID", "what each `amux run` session froze"),
+        ("doctor", "check the set-up: Hub, connection, agents, memory health"),
+        *((f"protocol {name}", text) for name, text in _PROTOCOL),
+        ("hub serve|start|stop|status|reload", "run and control the Hub"),
+        *((f"system {name}", f"{text} (owner only)") for name, text in _SYSTEM),
+        ("principal add|alias|token|revoke|delegate|list",
+         "who may use this Hub's memory (owner only)"),
+        ("eval live", "how well a model uses memory through the real agent"),
     )
-    parser.add_argument("--version", action="version", version=f"amux {__version__}")
-    parser.parse_args(args)
-    parser.print_help()
-    return 0
+
+
+def _group(prog: str, about: str, rows: Rows, argv: list[str]) -> int:
+    """A command group without argparse: its help (nothing, -h, --help), else a usage
+    error naming the closest command (exit 2), followed by the command list."""
+    text = _help(prog, about, rows)
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(text)
+        return 0
+    import difflib
+
+    from amux.client.args import UsageError
+    from amux.client.cli import report
+
+    word = argv[0]
+    names = list(dict.fromkeys(name.split()[0] for name, _text in rows))
+    close = difflib.get_close_matches(word, names, n=1)
+    kind = "option" if word.startswith("-") else "command"
+    hint = f"; did you mean `{prog} {close[0]}`?" if close else ""
+    code = report(prog, UsageError(prog, f"unknown {kind} {word!r}{hint}"))
+    sys.stderr.write("\n" + text)
+    return code
+
+
+def _help(prog: str, about: str, rows: Rows) -> str:
+    import textwrap
+
+    width = min(max(len(name) for name, _text in rows), 32) + 4
+    lines = [f"usage: {prog} COMMAND [ARGS...]", "", *textwrap.wrap(about, 79), "",
+             "commands:"]
+    for name, text in rows:
+        described = textwrap.wrap(text, 79 - width) or [""]
+        if len(name) + 4 > width:
+            lines.append(f"  {name}")
+        else:
+            lines.append(f"  {name:<{width - 2}}{described.pop(0)}")
+        lines.extend(" " * width + line for line in described)
+    return "\n".join(lines) + "\n"
 
 
 def _protocol_show(argv: list[str]) -> int:
-    import argparse
+    from amux.client.args import strict_parser
+    from amux.client.cli import run
 
-    parser = argparse.ArgumentParser(
+    parser = strict_parser(
         prog="amux protocol show",
         description="Print the fixed memory protocol that `amux run` merges into an agent's "
         "instructions (amux/protocol/protocol.md), rendered for one memory channel.")
@@ -107,11 +173,10 @@ def _protocol_show(argv: list[str]) -> int:
                          help="the rendering naming the MCP tools (the default)")
     channel.add_argument("--cli", dest="channel", action="store_const", const="cli",
                          help="the rendering naming `amux memory` commands")
-    args = parser.parse_args(argv)
     from amux.protocol.render import render
 
-    sys.stdout.write(render(args.channel or "mcp"))
-    return 0
+    return run("amux protocol show", parser.parse_args, argv,
+               lambda args: render(args.channel or "mcp").encode("utf-8"))
 
 
 def _local_hub_error(prog: str, argv: list[str]) -> int:

@@ -1,4 +1,5 @@
-"""`--pretty` for people: memory results rendered with rich (installed `amux` only).
+"""`--pretty` for people: memory results and sessions rendered with rich (installed
+`amux` only).
 
 The standard-library client falls back to indented JSON; this module is what the
 installed command passes instead, and it is imported only when `--pretty` is used.
@@ -12,8 +13,9 @@ if TYPE_CHECKING:
 
 
 def render(value: Any) -> None:
+    from rich import box
     from rich.console import Console
-    from rich.table import Table
+    from rich.table import Column, Table
 
     console = Console()
     if isinstance(value, dict) and "results" in value:
@@ -51,6 +53,18 @@ def render(value: Any) -> None:
         console.print(table)
         if value["truncated"]:
             console.print("more documents exist: narrow the prefix or raise --limit", style="dim")
+    elif isinstance(value, dict) and "sessions" in value:
+        table = Table(Column("id", no_wrap=True),  # an id cut short cannot be resumed
+                      Column("agent", no_wrap=True), Column("started", no_wrap=True),
+                      Column("cwd", overflow="fold"), Column("memory binding", overflow="fold"),
+                      Column("resumable", no_wrap=True),
+                      box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        for session in value["sessions"]:
+            table.add_row(session["id"], session["agent"], session["started"], session["cwd"],
+                          _short_binding(session["binding"]),
+                          "yes" if session["resumable"] else "no")
+        console.print(table if value["sessions"] else "No sessions yet: `amux run AGENT` "
+                      "starts one.")
     elif isinstance(value, dict) and "content" in value and "exists" in value:
         if not value["exists"]:
             console.print(f"{value['path']}: no such document", style="yellow")
@@ -65,3 +79,11 @@ def render(value: Any) -> None:
                           style="dim")
     else:
         console.print_json(data=value)
+
+
+def _short_binding(binding: str | None) -> str:
+    """`principal:<sha256>` cut to 12 hex digits (`sessions show` has it whole)."""
+    if binding is None:
+        return "none"
+    kind, colon, digest = binding.partition(":")
+    return f"{kind}:{digest[:12]}…" if colon and len(digest) > 12 else binding

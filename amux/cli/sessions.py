@@ -2,22 +2,28 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from amux.client.args import strict_parser
+from amux.client.args import global_flag, strict_parser
 from amux.client.cli import run
 from amux.client.home import amux_home
 
 
 def sessions_main(argv: list[str]) -> int:
+    from amux.cli.pretty import render
+
     parser = strict_parser(prog="amux sessions",
                            description="What each `amux run` session froze.")
-    commands = parser.add_subparsers(dest="action", required=True, parser_class=type(parser))
-    commands.add_parser("list", help="every session: id, agent, channel, binding")
+    commands = parser.add_subparsers(dest="action", required=True, metavar="COMMAND",
+                                     parser_class=type(parser))
+    commands.add_parser("list", help="every session: id, agent, started, cwd, binding, "
+                        "whether it can be resumed")
     show = commands.add_parser("show", help="one session's full start state, protocol and "
                                "merged instructions included")
-    show.add_argument("id")
-    return run("amux sessions", parser.parse_args, argv, _sessions)
+    show.add_argument("id", help="a session id from `amux sessions list`")
+    global_flag(parser, commands, "--pretty", "a table for people instead of JSON")
+    return run("amux sessions", parser.parse_args, argv, _sessions, render)
 
 
 def _sessions(args: Any) -> Any:
@@ -26,6 +32,12 @@ def _sessions(args: Any) -> Any:
 
     home = amux_home()
     if args.action == "list":
-        return {"sessions": [session_summary(s) for s in state.listing(home)]}
-    return state.load(home, args.id)._asdict()
+        return {"sessions": [_with_started(session_summary(s)) for s in state.listing(home)]}
+    return _with_started(state.load(home, args.id)._asdict())
 
+
+def _with_started(session: dict[str, Any]) -> dict[str, Any]:
+    """Adds `started`, `created_at` (Unix seconds, kept: the wire is add-only) as
+    ISO 8601 UTC for people."""
+    return {**session,
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(session["created_at"]))}

@@ -6,6 +6,7 @@ are declared once as data (`Command`, `Arg`); `quick_parse` handles the plain,
 well-formed calls agents make, and anything else (help, abbreviations, errors)
 goes to the argparse parser built from the same table, which gives the usual
 help and messages. `quick_parse` accepts nothing that argparse would refuse.
+Global flags (`--pretty`) are accepted before the command and among its options.
 """
 
 from __future__ import annotations
@@ -87,6 +88,11 @@ def quick_parse(commands: dict[str, Command], flags: tuple[str, ...],
                 continue
             split = bool(words)
             key, equals, value = token.partition("=")
+            if key in flags:
+                if equals:
+                    return None
+                values[key.lstrip("-")] = True
+                continue
             arg = options.get(key)
             if arg is None:
                 return None  # help, an abbreviation, `--`, a typo: argparse knows
@@ -134,15 +140,13 @@ class Parser:
     def argparse(self, argv: list[str]) -> argparse.ArgumentParser:
         """The full parser; for a known command only that command's subparser."""
         parser = strict_parser(prog=self.prog, description=self.description)
-        for flag, help_text in self.flags.items():
-            parser.add_argument(flag, action="store_true", help=help_text)
         subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                            parser_class=type(parser))
         named = next((arg for arg in argv if not arg.startswith("-")), None)
         for name, command in self.commands.items():
             if named in self.commands and name != named:
                 continue
-            sub = subparsers.add_parser(name, help=command.help)
+            sub = subparsers.add_parser(name, help=command.help, description=command.help)
             for arg in command.args:
                 if arg.flag:
                     sub.add_argument(arg.name, action="store_true", help=arg.help)
@@ -156,15 +160,39 @@ class Parser:
                 if arg.option:
                     extra["required"] = arg.required
                 sub.add_argument(arg.name, **extra)
+        for flag, help_text in self.flags.items():
+            global_flag(parser, subparsers, flag, help_text)
         return parser
 
 
+def global_flag(parser: argparse.ArgumentParser,
+                subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+                flag: str, help: str) -> None:
+    """A `store_true` flag accepted before the subcommand and after it, in any of its
+    subcommands. A subcommand's copy has no default (SUPPRESS): argparse would otherwise
+    reset the value given before the subcommand to False."""
+    import argparse
+
+    parser.add_argument(flag, action="store_true", help=help)
+    for sub in subparsers.choices.values():
+        sub.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=help)
+
+
+class UsageError(ClientError):
+    """A usage error (`invalid_argument`) of the (sub)command `prog`: the stderr line
+    names that command once, `amux memory search: invalid_argument: <argparse's text>`."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__("invalid_argument", message)
+        self.prog = prog
+
+
 def strict_parser(**kwargs: Any) -> argparse.ArgumentParser:
-    """An argparse parser whose usage errors raise `ClientError("invalid_argument")`."""
+    """An argparse parser whose usage errors raise `UsageError` (`invalid_argument`)."""
     import argparse
 
     class StrictParser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
-            raise ClientError("invalid_argument", f"{self.prog}: {message}")
+            raise UsageError(self.prog, message)
 
     return StrictParser(**kwargs)

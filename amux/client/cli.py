@@ -13,7 +13,7 @@ import json
 import os
 import sys
 
-from amux.client.args import Arg, Command, Parser
+from amux.client.args import Arg, Command, Parser, UsageError
 from amux.client.connection import find_connection
 from amux.client.transport import HubClient
 from amux.client.wire import ClientError, encode
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     """Shows a result to a person (`--pretty`); the installed `amux` passes a rich one."""
 
 
+PATH_HELP = "the document's path in your memory, e.g. projects/demo/decisions.md"
+
 COMMANDS: dict[str, Command] = {
     "search": Command(
         "literal search over your memory scope",
@@ -35,27 +37,27 @@ COMMANDS: dict[str, Command] = {
         Arg("--limit", "documents to return, 1-20 (default 5)", type=int)),
     "show": Command(
         "one bounded page of a document",
-        Arg("path"),
+        Arg("path", PATH_HELP),
         Arg("--start-line", "1-based first line", type=int, default=0),
         Arg("--end-line", "1-based last line (inclusive)", type=int, default=0),
         Arg("--offset", "continue at next_offset of a truncated page", type=int)),
     "upsert": Command(
         "create or replace a whole document",
-        Arg("path"),
+        Arg("path", PATH_HELP),
         Arg("--expected-revision", "the revision you read, or 'absent' to create",
             required=True),
         Arg("--file", "read UTF-8 Markdown from this file (default: stdin)")),
     "forget": Command(
         "delete one document",
-        Arg("path"),
+        Arg("path", PATH_HELP),
         Arg("--expected-revision", "the revision you read", required=True)),
-    "export": Command("write one whole document to stdout", Arg("path")),
+    "export": Command("write one whole document to stdout", Arg("path", PATH_HELP)),
     "list": Command(
         "documents with size, revision and date (for people)",
         Arg("prefix", "only under this folder", nargs="?"),
         Arg("--limit", "at most this many, 1-1000 (default 100)", type=int)),
     "edit": Command("edit a document in $VISUAL/$EDITOR, then save it conditionally "
-                    "(for people)", Arg("path")),
+                    "(for people)", Arg("path", PATH_HELP)),
     "doctor": Command(
         "read-only health report of your memory scope: entry size and detail, missing "
         "descriptions, duplicates, dangling links, project ids, old documents, quota headroom",
@@ -67,12 +69,16 @@ PARSER = Parser(
     "amux memory",
     "Search, read and change amux memory through the Hub. Output is JSON (Appendix A of "
     "the SPEC); errors are JSON on stdout plus one line on stderr.",
-    COMMANDS, {"--pretty": "indented output for people"})
+    COMMANDS, {"--pretty": "output for people instead of compact JSON (before or after "
+                         "the command)"})
 
 
 def _read_content(file: str | None) -> str:
     try:
         if file is None:
+            if sys.stdin.isatty():  # a person at a terminal would otherwise see nothing
+                print("amux memory upsert: reading the document from stdin; end it with "
+                      "Ctrl-D on a line of its own (or pass --file FILE)", file=sys.stderr)
             data = sys.stdin.buffer.read()
         else:
             with open(file, "rb") as handle:
@@ -190,9 +196,12 @@ def run(prog: str, parse: Callable[[list[str]], Any], argv: list[str],
 
 
 def report(prog: str, error: ClientError, render: Render | None = None) -> int:
-    """Print an error as Appendix A JSON on stdout and one line on stderr; its exit code."""
+    """Print an error as Appendix A JSON on stdout and one line on stderr; its exit code.
+
+    The line names the command once: a usage error names its own subcommand instead."""
     _emit(error.to_wire(), render)
-    print(f"{prog}: {error.code}: {error.message}", file=sys.stderr)
+    name = error.prog if isinstance(error, UsageError) else prog
+    print(f"{name}: {error.code}: {error.message}", file=sys.stderr)
     return error.exit_code
 
 

@@ -187,7 +187,8 @@ class HubApi:
         """The caller's scope, recomputed now; refuses when memory is off or bindings differ."""
         if not self.config.memory_enabled:
             raise MemoryDisabled(
-                "memory is disabled on this Hub (memory.enabled = false); files are kept"
+                "memory is disabled on this Hub (memory.enabled = false); files are kept. "
+                "The Hub's owner turns it on with: amux system config set memory.enabled true"
             )
         return self._bound_scope(request, credential)
 

@@ -1,16 +1,88 @@
-"""The installed `amux` console script starts and reports its version."""
+"""The installed `amux` console script: version, help of every command group, typos."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
+import importlib.util
+import json
 from pathlib import Path
 
+import pytest
+
 from amux import __version__
+from amux.client.cli import COMMANDS
+from tests.cli.script import console
+
+GROUPS = ["memory", "hub", "system", "system config", "system secrets", "principal",
+          "protocol", "protocol show", "sessions", "eval", "run", "doctor"]
 
 
-def test_console_script_reports_its_version() -> None:
-    script = shutil.which("amux") or str(Path(sys.executable).parent / "amux")
-    done = subprocess.run([script, "--version"], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == f"amux {__version__}"
+def test_console_script_reports_its_version(tmp_path: Path) -> None:
+    done = console(tmp_path, "--version")
+    assert (done.returncode, done.stdout.strip()) == (0, f"amux {__version__}")
+
+
+@pytest.mark.parametrize("group", GROUPS)
+def test_every_command_group_has_its_own_help(group: str, tmp_path: Path) -> None:
+    if group == "doctor" and importlib.util.find_spec("amux.cli.doctor") is None:
+        pytest.skip("amux/cli/doctor.py is another change, not in this tree yet")
+    done = console(tmp_path, *group.split(), "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"usage: amux {group} "), done.stdout
+    assert not (tmp_path / "amux").exists()  # help never starts a Hub
+
+
+def test_the_top_level_help_lists_every_command(tmp_path: Path) -> None:
+    for args in ((), ("--help",), ("-h",)):
+        done = console(tmp_path, *args)
+        assert done.returncode == 0
+        listed = [line.strip().split("  ")[0] for line in done.stdout.splitlines()
+                  if line.startswith("  ") and line.strip()]
+        for name in COMMANDS:
+            assert f"memory {name}" in listed
+        for command in ("doctor", "sessions list|show ID", "protocol show [--mcp|--cli]",
+                        "system config get|set", "system secrets allow|remove|list",
+                        "hub serve|start|stop|status|reload", "eval live"):
+            assert command in listed, command
+        assert any(line.startswith("run ") for line in listed)
+        words = " ".join(done.stdout.split())
+        assert "doctor check the set-up: Hub, connection, agents, memory health" in words
+
+
+def test_a_typo_lists_the_commands_and_suggests_the_closest(tmp_path: Path) -> None:
+    done = console(tmp_path, "memroy", "search", "x")
+    assert done.returncode == 2
+    assert json.loads(done.stdout)["error"]["code"] == "invalid_argument"
+    first, *rest = done.stderr.splitlines()
+    assert first == ("amux: invalid_argument: unknown command 'memroy'; "
+                     "did you mean `amux memory`?")
+    assert "commands:" in rest and any("memory search" in line for line in rest)
+    done = console(tmp_path, "system", "confg", "get", "memory.enabled")
+    assert done.returncode == 2 and "did you mean `amux system config`?" in done.stderr
+    done = console(tmp_path, "--bogus")
+    assert done.returncode == 2 and "unknown option '--bogus'" in done.stderr
+    assert "did you mean" not in done.stderr
+    assert not (tmp_path / "amux").exists()
+
+
+def test_doctor_is_dispatched_to_its_module(tmp_path: Path) -> None:
+    done = console(tmp_path, "doctor", "--help")
+    if importlib.util.find_spec("amux.cli.doctor") is None:
+        assert "No module named 'amux.cli.doctor'" in done.stderr
+    else:
+        assert done.returncode == 0 and done.stdout.startswith("usage: amux doctor")
+
+
+def test_usage_errors_name_the_command_once(tmp_path: Path) -> None:
+    cases = {("memory", "show"): "amux memory show: invalid_argument: the following "
+             "arguments are required: path",
+             ("memory", "search", "x", "--bogus"): "amux memory: invalid_argument: "
+             "unrecognized arguments: --bogus",
+             ("protocol", "show", "--bogus"): "amux protocol show: invalid_argument: "
+             "unrecognized arguments: --bogus",
+             ("hub", "bogus"): "amux hub: invalid_argument: argument COMMAND: invalid "
+             "choice: 'bogus' (choose from 'serve', 'start', 'stop', 'status', 'reload')"}
+    for args, line in cases.items():
+        done = console(tmp_path, *args, env={"AMUX_HUB": "unix:/nonexistent", "AMUX_TOKEN": "t"})
+        assert (done.returncode, done.stderr) == (2, line + "\n"), args
+        message = json.loads(done.stdout)["error"]["message"]
+        assert not message.startswith("amux"), message
