@@ -65,10 +65,9 @@ def _dispatch(args: list[str]) -> int:
 
         return eval_main(args[1:])
     if args[:1] == ["doctor"]:
-        # the ignores go once amux/cli/doctor.py (another change) is in the tree
-        from amux.cli.doctor import doctor_main  # type: ignore[import-not-found,unused-ignore]
+        from amux.cli.doctor import doctor_main
 
-        return doctor_main(args[1:])  # type: ignore[no-any-return,unused-ignore]
+        return doctor_main(args[1:])
     if args[:2] == ["protocol", "show"]:
         return _protocol_show(args[2:])
     if args[:2] == ["system", "secrets"]:
