@@ -51,3 +51,27 @@ def test_options_before_the_words_stay_quick() -> None:
     argv = ["search", "--limit", "3", "a", "b"]
     quick = quick_parse(COMMANDS, ("--pretty",), argv)
     assert quick is not None and vars(quick) == argparse_result(argv)
+
+
+@pytest.mark.parametrize("argv", [
+    ["search", "x", "--pretty"], ["search", "--pretty", "x", "--limit", "3"],
+    ["--pretty", "show", "a.md", "--pretty"], ["list", "--pretty", "projects"],
+])
+def test_pretty_after_the_command_is_quick_and_agrees_with_argparse(argv: list[str]) -> None:
+    quick = quick_parse(COMMANDS, ("--pretty",), argv)
+    assert quick is not None and quick.pretty is True
+    assert vars(quick) == argparse_result(argv)
+
+
+def test_pretty_is_a_word_after_dashes_and_never_an_options_value() -> None:
+    argv = ["search", "x", "--", "--pretty"]
+    assert argparse_result(argv) == {"pretty": False, "command": "search",
+                                     "terms": ["x", "--pretty"], "prefix": None, "limit": None}
+    assert argparse_result(["search", "x", "--prefix", "--pretty"]) is None
+    assert quick_parse(COMMANDS, ("--pretty",), ["search", "x", "--prefix", "--pretty"]) is None
+
+
+def test_every_argument_has_help() -> None:
+    for name, command in COMMANDS.items():
+        for arg in command.args:
+            assert arg.help, (name, arg.name)

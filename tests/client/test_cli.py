@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import os
+import pty
+import select
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.cli.script import SCRIPT, console
 from tests.hubproc import HubProcess, amux
 
 
@@ -80,3 +84,60 @@ def test_list_for_people(memory_hub: HubProcess) -> None:
     assert code == 0 and [d["path"] for d in listed["documents"]] == ["p/a.md", "p/b.md"]
     code, one, _ = amux(home, "memory", "list", "--limit", "1")
     assert (len(one["documents"]), one["truncated"]) == (1, True)
+
+
+def test_memory_disabled_names_the_command_that_turns_it_on(hub: HubProcess) -> None:
+    done = console(hub.home, "memory", "search", "x")
+    assert done.returncode == 4
+    error = json.loads(done.stdout)["error"]
+    assert error["code"] == "memory_disabled" and "files are kept" in error["message"]
+    fix = error["message"].partition("turns it on with: ")[2]
+    assert fix == "amux system config set memory.enabled true"
+    assert done.stderr == f"amux memory: memory_disabled: {error['message']}\n"
+    assert console(hub.home, *fix.split()[1:]).returncode == 0
+    assert console(hub.home, "memory", "search", "x").returncode == 0
+
+
+def test_pretty_is_accepted_after_the_command(memory_hub: HubProcess) -> None:
+    home = memory_hub.home
+    amux(home, "memory", "upsert", "p/a.md", "--expected-revision", "absent",
+         stdin="# A\nuse pytest\n")
+    for args in (("search", "pytest", "--pretty"), ("search", "--pretty", "pytest"),
+                 ("search", "pytest", "--prefix", "p", "--pretty")):
+        done = console(home, "memory", *args)
+        assert done.returncode == 0, done.stderr
+        assert "p/a.md" in done.stdout and "1 files scanned" in done.stdout
+    done = console(home, "memory", "show", "p/a.md", "--pretty")
+    assert done.returncode == 0 and "lines 1-2 of 2" in done.stdout
+    literal = console(home, "memory", "search", "pytest", "--", "--pretty")
+    assert json.loads(literal.stdout)["results"][0]["matched_terms"] == ["pytest"]
+    refused = console(home, "memory", "search", "x", "--prefix", "--pretty")
+    assert refused.returncode == 2
+    assert refused.stderr == ("amux memory search: invalid_argument: argument --prefix: "
+                              "expected one argument\n")
+
+
+def test_upsert_at_a_terminal_says_it_reads_stdin(memory_hub: HubProcess) -> None:
+    controller, terminal = pty.openpty()
+    environment = {**os.environ, "AMUX_HOME": str(memory_hub.home)}
+    try:
+        child = subprocess.Popen([SCRIPT, "memory", "upsert", "t.md", "--expected-revision",
+                                  "absent"], stdin=terminal, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=environment)
+        assert child.stderr is not None
+        assert select.select([child.stderr], [], [], 30)[0], "no notice: it waits silently"
+        notice = child.stderr.readline()  # before anything is typed
+        assert notice == ("amux memory upsert: reading the document from stdin; end it with "
+                          "Ctrl-D on a line of its own (or pass --file FILE)\n")
+        os.write(controller, b"# Typed\nat a terminal\n\x04")
+        out, err = child.communicate(timeout=60)
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert (child.returncode, err) == (0, ""), err
+    assert json.loads(out)["created"] is True
+    page = amux(memory_hub.home, "memory", "show", "t.md")[1]
+    assert page["content"] == "# Typed\nat a terminal\n"
+    piped = console(memory_hub.home, "memory", "upsert", "u.md", "--expected-revision",
+                    "absent", stdin="piped\n")
+    assert (piped.returncode, piped.stderr) == (0, "")
