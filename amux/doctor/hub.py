@@ -54,14 +54,15 @@ def check(env: Mapping[str, str]) -> tuple[dict[str, Any], list[Finding]]:
         with HubClient(connection, timeout=DOCTOR_TIMEOUT) as client:
             seen["memory"] = summary(client.call("/v1/memory/doctor", {}))
     except ClientError as error:
-        findings.append(Finding("caller", f"the Hub refused this caller ({connection.source}): "
-                                f"{error.code}: {error.message}", _token_fix(connection)))
+        findings.append(_refused(connection, error))
         return seen, findings
     findings += _memory_findings(seen["memory"])
     return seen, findings
 
 
 def _unreachable(connection: Connection, error: ClientError) -> Finding:
+    if error.code == "unauthenticated":
+        return _refused(connection, error)
     if error.code != "hub_unreachable" or "peer_uid" in error.details:
         return Finding("hub", f"{connection.hub} ({connection.source}): {error.code}: "
                        f"{error.message}", None)
@@ -90,10 +91,13 @@ def _status_findings(connection: Connection, status: Mapping[str, Any]) -> list[
     return findings
 
 
-def _token_fix(connection: Connection) -> str | None:
-    if connection.is_local_default:
-        return RESTART  # the Hub writes a fresh owner token when it starts
-    return "amux principal token NAME"  # on the Hub's host, by its owner
+def _refused(connection: Connection, error: ClientError) -> Finding:
+    """The Hub answered but refused this caller's token: a new one fixes it (the local
+    default's is written afresh by the Hub when it starts; another is the owner's to
+    issue, on the Hub's host)."""
+    fix = RESTART if connection.is_local_default else "amux principal token NAME"
+    return Finding("caller", f"the Hub refused this caller ({connection.source}): "
+                   f"{error.code}: {error.message}", fix)
 
 
 def summary(result: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,90 @@
+"""`amux doctor` as a command (`doctor_main` in its own process): a real Hub or none, the
+real pinned agents, exit codes, the human report and the JSON shape."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.hubproc import HubProcess
+from tests.peers import npm_bin
+
+DOCTOR = "import sys; from amux.cli.doctor import doctor_main; sys.exit(doctor_main(sys.argv[1:]))"
+AGENTS = ["claude", "codex", "pi"]
+
+
+def doctor(home: Path, *args: str, path: str | None = None) -> tuple[int, str]:
+    """(exit status, stdout) of `amux doctor ARGS` for AMUX_HOME=home, the pinned agents
+    first on PATH unless `path` is given."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AMUX_")}
+    env.update(AMUX_HOME=str(home), COLUMNS="200",
+               PATH=path or f"{npm_bin('claude').parent}:/usr/local/bin:/usr/bin:/bin")
+    done = subprocess.run([sys.executable, "-c", DOCTOR, *args], capture_output=True,
+                          text=True, env=env, timeout=60)
+    return done.returncode, done.stdout
+
+
+def as_json(home: Path, path: str | None = None) -> tuple[int, dict[str, Any]]:
+    status, out = doctor(home, "--json", path=path)
+    return status, json.loads(out)
+
+
+def test_all_well_with_a_hub_memory_on_and_the_pinned_agents(memory_hub: HubProcess) -> None:
+    started = time.monotonic()
+    status, result = as_json(memory_hub.home)
+    assert time.monotonic() - started < 20  # a few seconds; generous on a loaded machine
+    assert status == 0 and result["ok"] is True
+    assert set(result) == {"ok", "hub", "caller", "memory", "agents", "findings"}
+    assert result["hub"]["running"] and result["hub"]["memory_enabled"]
+    assert result["caller"]["binding"] == "global"
+    assert result["memory"]["scope"] == "global"
+    assert [agent["name"] for agent in result["agents"]] == AGENTS
+    for agent in result["agents"]:
+        assert agent["found"] and agent["version"]
+        assert {"kind", "name", "why", "help_args", "present", "where"} <= set(
+            agent["requirements"][0])
+        assert all(r["present"] is True for r in agent["requirements"])
+    assert all(f["severity"] == "note" for f in result["findings"])
+    status, out = doctor(memory_hub.home)
+    assert status == 0 and "All well." in out
+    assert all(name in out for name in ("Hub", "Caller", "Memory", *AGENTS))
+
+
+def test_without_a_hub_it_names_the_command_that_starts_one(tmp_path: Path) -> None:
+    status, result = as_json(tmp_path / "home")
+    assert status == 1 and result["ok"] is False
+    assert result["hub"] == {"running": False} and result["memory"] is None
+    assert [(f["check"], f["fix"]) for f in result["findings"]] == [("hub", "amux hub start")]
+    assert not (tmp_path / "home").exists()  # read-only: no Hub, no home
+    status, out = doctor(tmp_path / "home")
+    assert status == 1 and "not running" in out and "fix: amux hub start" in out
+
+
+def test_memory_off_needs_attention(hub: HubProcess) -> None:
+    status, out = doctor(hub.home)
+    assert status == 1
+    assert "memory off" in out and "fix: amux system config set memory.enabled true" in out
+
+
+def test_an_agent_missing_from_path_needs_attention(memory_hub: HubProcess,
+                                                    tmp_path: Path) -> None:
+    only = tmp_path / "bin"
+    only.mkdir()
+    for name in ("claude", "codex"):
+        (only / name).symlink_to(npm_bin(name))
+    status, result = as_json(memory_hub.home, path=f"{only}:/usr/local/bin:/usr/bin:/bin")
+    assert status == 1
+    pi = result["agents"][AGENTS.index("pi")]
+    assert pi["found"] is False
+    [finding] = [f for f in result["findings"] if f["severity"] == "problem"]
+    assert finding["check"] == "agent pi" and finding["fix"]
+
+
+def test_a_usage_error_exits_2(tmp_path: Path) -> None:
+    status, out = doctor(tmp_path, "--bogus")
+    assert status == 2 and json.loads(out)["error"]["code"] == "invalid_argument"

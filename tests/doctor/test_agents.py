@@ -1,0 +1,126 @@
+"""amux/doctor/agents.py: the real pinned agents pass the probe; a missing agent, a help
+without a flag and code without a variable are problems that name the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from amux.adapters import ADAPTERS
+from amux.doctor import agents
+from tests.peers import npm_bin
+
+NAMES = sorted(ADAPTERS)
+
+
+def env_with(directory: Path | str) -> dict[str, str]:
+    """This environment with `directory` first on PATH (node and sh stay reachable)."""
+    return {**os.environ, "PATH": f"{directory}:/usr/local/bin:/usr/bin:/bin"}
+
+
+def executable(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def fake_agent(directory: Path, name: str, *, without: str) -> Path:
+    """A script standing in for agent `name`: its help lists every flag its adapter relies
+    on but `without`, its code names every variable and setting."""
+    requires = ADAPTERS[name].requires
+    help_text = "\n".join(f"  {r.name}  {r.why}" for r in requires
+                          if r.kind == "flag" and r.name != without)
+    names = " ".join(r.name for r in requires if r.kind != "flag")
+    return executable(directory / name, f"""#!/bin/sh
+# reads: {names}
+case "$*" in
+  *--version*) echo "9.9.9" ;;
+  *) cat <<'EOF'
+Usage: {name} [options]
+{help_text}
+EOF
+  ;;
+esac
+""")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_pinned_agent_has_everything_its_adapter_relies_on(name: str,
+                                                                tmp_path: Path) -> None:
+    seen, findings = agents.check(name, env_with(npm_bin(name).parent), tmp_path / "home")
+    assert findings == []
+    assert seen["found"] and seen["version"]
+    assert [r["present"] for r in seen["requirements"]] == [True] * len(ADAPTERS[name].requires)
+    assert not (tmp_path / "home").exists()  # read-only: no version cache in a missing home
+
+
+def test_an_agent_missing_from_path_names_how_to_install_it(tmp_path: Path) -> None:
+    seen, findings = agents.check("codex", env_with(tmp_path), tmp_path)
+    assert seen == {"name": "codex", "found": False, "path": None, "realpath": None,
+                    "version": None, "requirements": []}
+    [finding] = findings
+    assert finding.severity == "problem" and "not on PATH" in finding.message
+    assert finding.fix == agents.install_fix("codex")
+    assert finding.fix in (f'export PATH="{agents.CHECKOUT_NPM}/node_modules/.bin:$PATH"',
+                           "npm i -g @openai/codex")
+
+
+@pytest.mark.parametrize(("name", "flag"), [("claude", "--mcp-config"), ("codex", "app-server"),
+                                            ("pi", "--session")])
+def test_a_help_without_a_flag_is_a_problem_naming_the_update(name: str, flag: str,
+                                                               tmp_path: Path) -> None:
+    fake_agent(tmp_path / "bin", name, without=flag)
+    seen, findings = agents.check(name, env_with(tmp_path / "bin"), tmp_path / "home")
+    assert seen["version"] == "9.9.9"
+    [finding] = findings
+    assert f"flag {flag}" in finding.message and "9.9.9" in finding.message
+    assert finding.fix == agents.update_fix(name)
+    assert finding.fix is not None and finding.fix.startswith(f"npm i -g {agents.PACKAGES[name]}@")
+    missing = [r["name"] for r in seen["requirements"] if not r["present"]]
+    assert missing == [flag]
+
+
+def test_a_variable_is_searched_in_the_package_and_its_dependencies(tmp_path: Path) -> None:
+    modules = tmp_path / "lib" / "node_modules"
+    (modules / "@x" / "agent").mkdir(parents=True)
+    (modules / "@x" / "agent" / "package.json").write_text(json.dumps(
+        {"name": "@x/agent", "optionalDependencies": {"@x/agent-native": "1", "@x/absent": "1"}}))
+    script = executable(modules / "@x" / "agent" / "bin" / "agent.js", "#!/usr/bin/env node\n")
+    (modules / "@x" / "agent" / "README.md").write_text("ONLY_IN_DOCS\n")
+    native = executable(modules / "@x" / "agent-native" / "vendor" / "agent", "\0NATIVE_VAR\0")
+    (modules / "@x" / "agent-native" / "package.json").write_text("{}")
+    os.link(native, modules / "@x" / "agent-native" / "vendor" / "same")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "agent").symlink_to(script)
+    files = list(agents.installed_code(str(tmp_path / "bin" / "agent")))
+    assert files[0] == str(script) and str(native) in files
+    assert not any(file.endswith("README.md") for file in files)
+    assert agents.search(iter(files), ["NATIVE_VAR", "ONLY_IN_DOCS"]) == {
+        "NATIVE_VAR": True, "ONLY_IN_DOCS": False}
+    # Out of budget before every file was searched: not told, rather than "missing".
+    assert agents.search(iter(files), ["ONLY_IN_DOCS"], budget=1) == {"ONLY_IN_DOCS": None}
+
+
+def test_a_missing_variable_is_a_problem(tmp_path: Path) -> None:
+    fake_agent(tmp_path / "bin", "pi", without="")
+    script = tmp_path / "bin" / "pi"
+    script.write_text(script.read_text().replace("PI_CODING_AGENT_DIR", "PI_OTHER_DIR"))
+    [finding] = agents.check("pi", env_with(tmp_path / "bin"), tmp_path)[1]
+    assert "env PI_CODING_AGENT_DIR" in finding.message and "installed code" in finding.message
+    assert finding.fix == agents.update_fix("pi")
+
+
+def test_a_flag_is_a_whole_word_of_the_help() -> None:
+    assert agents.in_help((0, "  --session-id <uuid>\n", ""), "--session") is False
+    assert agents.in_help((0, "", "  -c, --config <key=value>\n"), "-c") is True
+    assert agents.in_help((0, "  resume   Resume a session\n", ""), "resume") is True
+    assert agents.in_help(None, "-c") is None
+
+
+def test_every_known_agent_has_its_install_command() -> None:
+    assert set(agents.PACKAGES) == set(ADAPTERS)
