@@ -1,10 +1,13 @@
 """The memory doctor (issue 7): read-only checks of one scope against SPEC §2.
 
 `amux memory doctor` asks the Hub (`/v1/memory/doctor`), which runs this over the
-caller's scope inside the store: one walk that reads every document once, no
-writes, no cache. The analysis is pure (`diagnose` takes the documents and the time),
-so every check is testable without a Hub. docs/store.md ("The memory doctor")
-describes each check and why its threshold is what it is.
+caller's scope inside the store: one walk that reads every document once
+(`amux.memory.documents`), no writes, no cache. The analysis is pure (`diagnose`
+takes the documents and the time), so every check is testable without a Hub. It
+reads Markdown with `amux.memory.markdown` (fences, entry detail, links) and
+`amux.memory.frontmatter`, and compares documents with `amux.memory.similarity`.
+docs/store.md ("The memory doctor") describes each check and why its threshold is
+what it is.
 
 Findings are `{category, severity, path, message}` (plus `related` paths for the
 checks that compare documents). Severity: `error` = over a hard SPEC §2 limit,
@@ -22,18 +25,16 @@ counted from `lstat` or not at all, and `incomplete` says so.
 from __future__ import annotations
 
 import math
-import os
 import posixpath
 import re
-import stat
 import unicodedata
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
 
 from amux.client.wire import encoded_size
-from amux.memory import fs
+from amux.memory import markdown, similarity
+from amux.memory.documents import Collected, Document, collect
+from amux.memory.frontmatter import front_matter
 from amux.memory.limits import (
     ENTRY_MAX_BYTES,
     ENTRY_MAX_LINES,
@@ -50,31 +51,18 @@ from amux.memory.limits import (
 from amux.memory.lines import line_count
 from amux.memory.read import rfc3339
 
+__all__ = ["collect", "diagnose"]
+
 # -- thresholds (docs/store.md explains each) -------------------------------------
 
 NEAR_LIMIT = 0.8
 """A quota at or above this share of its limit is a warning; over the limit, an error."""
 STALE_DAYS = 90
-ENTRY_LONG_LINE_CHARS = 200
-"""An entry line longer than this (characters, not bytes) is detail, not a pointer."""
-SHINGLE_TOKENS = 3
-NEAR_DUPLICATE_JACCARD = 0.5
 NEAR_DUPLICATE_MIN_SHINGLES = 5
 """Documents with fewer shingles (under 7 words) are too short to compare."""
-SKETCH_SHINGLES = 128
-SKETCH_JACCARD = 0.25
-"""Candidate pairs: bottom-k sketches of this many shingles, joined at this Jaccard."""
-NEAR_DUPLICATE_MAX_COMPARISONS = 50_000
-NEAR_DUPLICATE_MAX_PROBES = 500_000
-"""Candidate pairs verified, and index entries probed to find them, at most; past
-either the check stops and `incomplete` is set (a scope of hundreds of mutually
-similar documents; ordinary scopes use a few thousand)."""
 
-# -- bounds of the work and of the answer -------------------------------------------
+# -- bounds of the answer -------------------------------------------------------------
 
-READ_MAX_DOCUMENTS = 2 * SCOPE_MAX_DOCUMENTS
-READ_MAX_BYTES = 2 * SCOPE_MAX_BYTES
-WALK_MAX_ENTRIES = 4 * SCAN_MAX_DIR_ENTRIES
 MAX_FINDINGS = 200
 RESPONSE_MAX_BYTES = 64 * KIB
 RELATED_MAX = 10
@@ -89,328 +77,8 @@ CATEGORIES = (
 """Every category, in report order (within one severity)."""
 
 
-@dataclass
-class Document:
-    """One document of the scope as the doctor saw it."""
-
-    path: str
-    size: int
-    mtime: float
-    data: bytes | None
-    """None when the read budget was spent before it (counted from `lstat` only)."""
-    mode: int = fs.DOCUMENT_MODE
-
-    def __post_init__(self) -> None:
-        self.text: str | None = None
-        self.bad_byte: int | None = None
-        if self.data is not None:
-            try:
-                self.text = self.data.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                self.bad_byte = exc.start
-
-    @property
-    def is_entry(self) -> bool:
-        return self.path == ENTRY_NAME
-
-
-@dataclass
-class Collected:
-    documents: list[Document]
-    entries_seen: int
-    """Directory entries listed (all of them, as the search budget counts them)."""
-    incomplete: bool
-    folders: dict[str, int] = field(default_factory=dict)
-    """Permission bits of each folder holding a document ("" is the scope itself)."""
-
-
-def collect(scope_fd: int | None) -> Collected:
-    """Walk the scope once (never following symlinks) and read documents within budget."""
-    if scope_fd is None:
-        return Collected([], 0, False)
-    walk = fs.TreeWalk(scope_fd, "", WALK_MAX_ENTRIES)
-    documents: list[Document] = []
-    folders: dict[str, int] = {}
-    read_count = read_bytes = 0
-    skipped = False
-    for found in walk:
-        folder = found.path[:len(found.path) - len(found.name)].rstrip("/")
-        if folder not in folders:
-            folders[folder] = stat.S_IMODE(os.fstat(found.dir_fd).st_mode)
-        try:
-            st = found.lstat()
-        except FileNotFoundError:
-            continue
-        data = None
-        if read_count < READ_MAX_DOCUMENTS and read_bytes + st.st_size <= READ_MAX_BYTES:
-            got = found.read()
-            if got is None:
-                continue
-            data, st = got
-            read_count += 1
-            read_bytes += len(data)
-        else:
-            skipped = True
-        documents.append(Document(found.path, st.st_size, st.st_mtime, data,
-                                  stat.S_IMODE(st.st_mode)))
-    return Collected(documents, walk.entries_seen, skipped or walk.stopped_early, folders)
-
-
-# -- Markdown helpers ------------------------------------------------------------------
-
-_FM_KEY = re.compile(r"([A-Za-z_][\w.-]*)[ \t]*:(.*)")
-_BLOCK_INDICATOR = re.compile(r"[|>][+-]?[0-9]?")
-
-
-def front_matter(text: str) -> tuple[dict[str, str] | None, int]:
-    """Top-level fields of a leading `---` block, and the index of the first body line.
-
-    A small YAML subset: `key: value` at column 0; indented lines after a key
-    (block scalars `|`/`>`, folded plain scalars, nested mappings) are joined into
-    its value; matching quotes are removed. An unterminated block is not front matter.
-    """
-    lines = text.split("\n")
-    if lines[0].rstrip() != "---":
-        return None, 0
-    fields: dict[str, str] = {}
-    key: str | None = None
-    for number in range(1, len(lines)):
-        line = lines[number]
-        if line.rstrip() in ("---", "..."):
-            return fields, number + 1
-        match = _FM_KEY.fullmatch(line.rstrip())
-        if match is not None:
-            key = match.group(1).lower()
-            value = match.group(2).strip()
-            fields[key] = "" if _BLOCK_INDICATOR.fullmatch(value) else _unquote(value)
-        elif key is not None and line[:1] in (" ", "\t") and line.strip():
-            fields[key] = (fields[key] + " " + line.strip()).strip()
-    return None, 0
-
-
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-        return value[1:-1].strip()
-    return value
-
-
-def _lines(text: str) -> list[str]:
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()
-    return lines
-
-
-_FENCE = re.compile(r"\s*(`{3,}|~{3,})")
-_HEADING = re.compile(r" {0,3}#{1,6}(?:\s|$)")
-_LIST_ITEM = re.compile(r"\s*(?:[-*+]|\d{1,9}[.)])(?:\s|$)")
-
-
-def entry_detail(text: str) -> list[tuple[str, int, int]]:
-    """Runs of entry lines that look like detail: (kind, first line, last line), 1-based.
-
-    Index lines (kept): headings, list items and single short lines (a pointer, a
-    one-line preference). Detail: fenced code blocks (fences included), table rows,
-    any line over `ENTRY_LONG_LINE_CHARS` characters, and paragraphs (two or more
-    consecutive prose lines that are neither headings nor list items).
-    """
-    lines = _lines(text)
-    _fields, start = front_matter(text)
-    kinds: list[str | None] = [None] * len(lines)
-    fence: str | None = None
-    prose: list[int] = []
-
-    def end_paragraph() -> None:
-        if len(prose) >= 2:
-            for index in prose:
-                kinds[index] = "paragraph"
-        prose.clear()
-
-    for index in range(start, len(lines)):
-        line = lines[index]
-        if fence is not None:
-            kinds[index] = "code block"
-            closing = _FENCE.match(line)
-            if closing is not None and closing.group(1)[0] == fence[0] \
-                    and len(closing.group(1)) >= len(fence) and not line.strip().strip(fence[0]):
-                fence = None
-            continue
-        opening = _FENCE.match(line)
-        stripped = line.strip()
-        if opening is not None:
-            end_paragraph()
-            fence = opening.group(1)
-            kinds[index] = "code block"
-        elif not stripped:
-            end_paragraph()
-        elif len(stripped) > ENTRY_LONG_LINE_CHARS:
-            end_paragraph()
-            kinds[index] = "long line"
-        elif stripped.startswith("|"):
-            end_paragraph()
-            kinds[index] = "table"
-        elif _HEADING.match(line) or _LIST_ITEM.match(line):
-            end_paragraph()
-        else:
-            prose.append(index)
-    end_paragraph()
-    runs: list[tuple[str, int, int]] = []
-    for index, kind in enumerate(kinds):
-        if kind is None:
-            continue
-        if runs and runs[-1][0] == kind and runs[-1][2] == index:
-            runs[-1] = (kind, runs[-1][1], index + 1)
-        else:
-            runs.append((kind, index + 1, index + 1))
-    return runs
-
-
-_INLINE_CODE = re.compile(r"(`+)[^\n]*?\1")
-_WIKI_LINK = re.compile(r"\[\[([^\[\]\n]+)\]\]")
-_MD_LINK = re.compile(r"(?<!!)\[[^\]\n]*\]\(\s*<?([^)\s>]+)>?(?:\s+[^)\n]*)?\)")
-_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
-
-
-def links(text: str) -> tuple[list[str], list[str]]:
-    """`[[name]]` targets and relative Markdown link targets to `.md` documents.
-
-    Code blocks and inline code are skipped; `[[name|label]]` and `[[name#part]]`
-    link to `name`; Markdown targets lose `#fragment` and `?query` and are
-    percent-decoded; URLs with a scheme, absolute paths and pure anchors are not
-    document links.
-    """
-    wiki: list[str] = []
-    markdown: list[str] = []
-    fence: str | None = None
-    _fields, start = front_matter(text)
-    for line in _lines(text)[start:]:
-        if "[" not in line and "`" not in line and "~" not in line:
-            continue
-        marker = _FENCE.match(line)
-        if fence is not None:
-            if marker is not None and marker.group(1)[0] == fence[0]:
-                fence = None
-            continue
-        if marker is not None:
-            fence = marker.group(1)
-            continue
-        line = _INLINE_CODE.sub("", line)
-        for match in _WIKI_LINK.finditer(line):
-            name = re.split(r"[|#]", match.group(1), maxsplit=1)[0].strip()
-            if name and name not in wiki:
-                wiki.append(name)
-        for match in _MD_LINK.finditer(line):
-            target = match.group(1)
-            if _SCHEME.match(target) or target.startswith(("#", "/")):
-                continue
-            target = unquote(re.split(r"[#?]", target, maxsplit=1)[0])
-            if target.endswith(".md") and target not in markdown:
-                markdown.append(target)
-    return wiki, markdown
-
-
 def _key(name: str) -> str:
     return name.strip().casefold()
-
-
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_TOKEN = re.compile(f"[{_CJK}]|[^\\W{_CJK}]+")
-"""Words; each CJK ideograph or kana alone (those scripts do not separate words)."""
-
-
-def shingles(text: str) -> set[int]:
-    """Hashes of every `SHINGLE_TOKENS` consecutive tokens of the case-folded text."""
-    tokens = _TOKEN.findall(text.casefold())
-    return set(map(hash, zip(*(tokens[k:] for k in range(SHINGLE_TOKENS)), strict=False)))
-
-
-def near_duplicates(sets: list[set[int]]) -> tuple[list[tuple[int, int, float]], bool]:
-    """Pairs (i, j, Jaccard) with i < j and Jaccard ≥ `NEAR_DUPLICATE_JACCARD`, and
-    whether the check stopped at its work budget.
-
-    Identical sets pair with the first of them. Candidates among the others come
-    from bottom-k sketches (the `SKETCH_SHINGLES` smallest hashes of
-    each set, the whole set when smaller) joined at `SKETCH_JACCARD`; every
-    candidate is then verified exactly on the full sets. For sets no larger than a
-    sketch the answer is exact; for larger ones a pair at Jaccard ≥ 0.5 has an
-    expected sketch Jaccard ≥ 1/3, so 0.25 leaves about two standard deviations of
-    sampling noise (measured: no pair missed on the benchmark corpus with 40 planted
-    near-duplicates, at a fifth of the exact join's time).
-    """
-    pairs: list[tuple[int, int, float]] = []
-    first_of: dict[frozenset[int], int] = {}
-    distinct: list[int] = []  # identical sets pair with the first at 1.0 and join no further
-    for i, shingle_set in enumerate(sets):
-        first = first_of.setdefault(frozenset(shingle_set), i)
-        if first == i:
-            distinct.append(i)
-        else:
-            pairs.append((first, i, 1.0))
-    sketches = [sets[i] if len(sets[i]) <= SKETCH_SHINGLES
-                else set(sorted(sets[i])[:SKETCH_SHINGLES]) for i in distinct]
-    candidates, stopped = similar_pairs(sketches, SKETCH_JACCARD)
-    for a, b, _estimate in candidates:
-        i, j = distinct[a], distinct[b]
-        common = len(sets[i] & sets[j])
-        similarity = common / (len(sets[i]) + len(sets[j]) - common)
-        if similarity >= NEAR_DUPLICATE_JACCARD:
-            pairs.append((i, j, similarity))
-    return pairs, stopped
-
-
-def similar_pairs(sets: list[set[int]], threshold: float) -> (
-    tuple[list[tuple[int, int, float]], bool]
-):
-    """Every pair (i, j, Jaccard), i < j, with Jaccard ≥ `threshold`, exactly, and
-    whether it stopped at its work budget (then the pairs found so far).
-
-    Prefix filtering (Chaudhuri et al. 2006; Bayardo et al.'s All-Pairs): order all
-    shingles one fixed way, rarest first; two sets with Jaccard ≥ t share a shingle
-    within the first |S| - ceil(t·|S|) + 1 of each. Only pairs sharing such a prefix
-    shingle, with compatible sizes, are compared, so common boilerplate never makes
-    the check quadratic. Shingles found in one set only come first and can match
-    nothing: a set whose prefix is all such shingles is skipped unsorted.
-    """
-    seen: set[int] = set()
-    repeated: set[int] = set()
-    for shingle_set in sets:
-        repeated |= shingle_set & seen
-        seen |= shingle_set
-    shared_sets = [shingle_set & repeated for shingle_set in sets]
-    frequency: Counter[int] = Counter()
-    for shared in shared_sets:
-        frequency.update(shared)
-    order = sorted(range(len(sets)), key=lambda i: len(sets[i]))
-    index: dict[int, list[int]] = defaultdict(list)
-    pairs: list[tuple[int, int, float]] = []
-    comparisons = probes = 0
-    for i in order:
-        own = sets[i]
-        size = len(own)
-        shared = shared_sets[i]
-        length = size - math.ceil(threshold * size) + 1 - (size - len(shared))
-        if length <= 0:
-            continue  # the prefix holds only shingles no other set has
-        prefix = sorted(shared, key=lambda shingle: (frequency[shingle], shingle))[:length]
-        candidates: set[int] = set()
-        for shingle in prefix:
-            postings = index[shingle]
-            probes += len(postings)
-            if probes > NEAR_DUPLICATE_MAX_PROBES:
-                return pairs, True
-            for j in postings:
-                if len(sets[j]) >= threshold * size:
-                    candidates.add(j)
-            postings.append(i)
-        for j in sorted(candidates):
-            comparisons += 1
-            if comparisons > NEAR_DUPLICATE_MAX_COMPARISONS:
-                return pairs, True
-            common = len(own & sets[j])
-            similarity = common / (size + len(sets[j]) - common)
-            if similarity >= threshold:
-                pairs.append((min(i, j), max(i, j), similarity))
-    return pairs, False
 
 
 _STABLE_PROJECT_ID = re.compile(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+(?::[0-9]+)?[-_].+", re.IGNORECASE)
@@ -507,8 +175,8 @@ def _check_entry(entry: Document | None, documents: list[Document],
         return {"path": entry.path, "bytes": entry.size, "lines": _entry_lines(entry),
                 "nonblank_lines": None, "detail_lines": None, "detail_bytes": None,
                 "detail": []}
-    lines = _lines(entry.text)
-    runs = entry_detail(entry.text)
+    lines = markdown.split_lines(entry.text)
+    runs = markdown.entry_detail(entry.text)
     detail_lines = sum(last - first + 1 for _kind, first, last in runs)
     detail_bytes = sum(len(lines[number - 1].encode("utf-8")) + 1
                        for _kind, first, last in runs for number in range(first, last + 1))
@@ -633,21 +301,19 @@ def _check_near_duplicates(readable: list[Document], findings: _Findings) -> boo
     sets: list[set[int]] = []
     for document in readable:
         assert document.text is not None
-        lines = document.text.split("\n")
-        body = "\n".join(lines[front_matter(document.text)[1]:])
-        shingle_set = shingles(body)
+        shingle_set = similarity.shingles("\n".join(markdown.body(document.text)))
         if len(shingle_set) >= NEAR_DUPLICATE_MIN_SHINGLES:
             candidates.append(document)
             sets.append(shingle_set)
-    pairs, stopped = near_duplicates(sets)
+    pairs, stopped = similarity.near_duplicates(sets)
     best: dict[int, tuple[float, int]] = {}
-    for i, j, similarity in pairs:  # i < j: documents are in path order
-        if j not in best or similarity > best[j][0]:
-            best[j] = (similarity, i)
+    for i, j, jaccard in pairs:  # i < j: documents are in path order
+        if j not in best or jaccard > best[j][0]:
+            best[j] = (jaccard, i)
     for j in sorted(best):
-        similarity, i = best[j]
+        jaccard, i = best[j]
         findings.add("near_duplicate", "warning", candidates[j].path,
-                     f"{math.floor(100 * similarity)}% the same text as {candidates[i].path}: "
+                     f"{math.floor(100 * jaccard)}% the same text as {candidates[i].path}: "
                      "likely one memory written twice, possibly contradicting itself; merge "
                      "them and forget the other", [candidates[i].path])
     return stopped
@@ -665,14 +331,14 @@ def _check_links(documents: list[Document], readable: list[Document],
             keys.add(_key(name))
     for document in readable:
         assert document.text is not None
-        wiki, markdown = links(document.text)
+        wiki, targets = markdown.links(document.text)
         for name in wiki:
             if _key(name) not in keys:
                 findings.add("missing_link", "note", document.path,
                              f"[[{name}]] has no document yet (no `name: {name}`, no "
                              f"{name}.md): a note worth writing, or a link to fix")
         folder = posixpath.dirname(document.path)
-        for target in markdown:
+        for target in targets:
             resolved = [posixpath.normpath(posixpath.join(folder, target)),
                         posixpath.normpath(target)]
             if not any(path in paths for path in resolved):
