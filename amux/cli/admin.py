@@ -27,11 +27,13 @@ def config_main(argv: list[str]) -> int:
                            "configuration (memory.enabled, isolation.enabled). Owner only.")
     commands = parser.add_subparsers(dest="action", required=True, metavar="COMMAND",
                                      parser_class=type(parser))
+    key = ("memory.enabled, isolation.enabled, listeners.shared_socket, listeners.tls_address, "
+           "listeners.tls_cert or listeners.tls_key")
     get = commands.add_parser("get", help="print a key's effective value")
-    get.add_argument("key")
+    get.add_argument("key", help=key)
     put = commands.add_parser("set", help="set a key (true/false); applies at once")
-    put.add_argument("key")
-    put.add_argument("value")
+    put.add_argument("key", help=key)
+    put.add_argument("value", help="true or false; a path or address for listeners.*")
     return run("amux system config", parser.parse_args, argv,
                lambda args: _call("/v1/admin/config", vars(args)))
 
@@ -41,20 +43,21 @@ def principal_main(argv: list[str]) -> int:
                            "memory. Owner only; changes apply at once.")
     commands = parser.add_subparsers(dest="action", required=True, metavar="COMMAND",
                                      parser_class=type(parser))
+    existing = "the principal's name"
     add = commands.add_parser("add", help="a new principal (its id is NAME) and its first token")
-    add.add_argument("name")
+    add.add_argument("name", help="the new principal's id, usually its Unix user name")
     alias = commands.add_parser("alias", help="another login name sharing NAME's memory")
-    alias.add_argument("name")
-    alias.add_argument("alias")
+    alias.add_argument("name", help=existing)
+    alias.add_argument("alias", help="the other login (Unix user) name")
     token = commands.add_parser("token", help="one more login token for NAME")
-    token.add_argument("name")
+    token.add_argument("name", help=existing)
     revoke = commands.add_parser("revoke", help="revoke one token (--token ID) or all (--all)")
-    revoke.add_argument("name")
+    revoke.add_argument("name", help=existing)
     which = revoke.add_mutually_exclusive_group(required=True)
     which.add_argument("--token", dest="token_id", help="the token id to revoke")
     which.add_argument("--all", action="store_true", help="revoke every token of NAME")
     delegate = commands.add_parser("delegate", help="a delegated token carrying a binding")
-    delegate.add_argument("name")
+    delegate.add_argument("name", help=existing)
     delegate.add_argument("--binding", help="global or principal:<sha256> (default: NAME's "
                           "current scope)")
     delegate.add_argument("--ttl", type=float, help="seconds until it expires (default: never)")
@@ -78,7 +81,8 @@ def secrets_main(argv: list[str]) -> int:
     for action, text in (("allow", "allow this fingerprint in the scope"),
                          ("remove", "take an allowed fingerprint back")):
         command = commands.add_parser(action, help=text)
-        command.add_argument("fingerprint")
+        command.add_argument("fingerprint", help="from the secret_detected error's "
+                             "`fingerprint` field")
         _scope_options(command)
     _scope_options(commands.add_parser("list", help="the scope's allowed fingerprints"))
 
