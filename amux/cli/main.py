@@ -108,8 +108,8 @@ def _top_level() -> Rows:
 
     return (
         *((f"memory {name}", command.help) for name, command in COMMANDS.items()),
-        ("run [--dry-run] [--resume ID] AGENT [-- ARGS...]",
-         "launch a coding agent (claude, codex, pi) with amux memory"),
+        ("run [OPTIONS] AGENT [-- ARGS...]", "launch a coding agent (claude, codex, pi) with "
+         "amux memory; --dry-run prints the plan, --resume ID resumes a session"),
         ("sessions list|show ID", "what each `amux run` session froze"),
         ("doctor", "check the set-up: Hub, connection, agents, memory health"),
         *((f"protocol {name}", text) for name, text in _PROTOCOL),
@@ -144,6 +144,7 @@ def _group(prog: str, about: str, rows: Rows, argv: list[str]) -> int:
 
 
 def _help(prog: str, about: str, rows: Rows) -> str:
+    """Usage, `about`, then the rows in two columns; a long name has a line of its own."""
     import textwrap
 
     width = min(max(len(name) for name, _text in rows), 32) + 4
