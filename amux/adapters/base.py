@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol
 
 Channel = Literal["mcp", "cli", "none"]
+EndpointApi = Literal["openai", "anthropic"]
 RequirementKind = Literal["flag", "env", "setting"]
 NOTHING: Mapping[str, Any] = MappingProxyType({})
 """An empty mapping no one can change: the default of a record's mapping field."""
@@ -28,8 +29,45 @@ MEMORY_TOOLS = ("memory_search", "memory_get", "memory_upsert", "memory_forget",
                 "result_continue")
 
 
-class ResumeFlagRefused(ValueError):
+class PlanRefused(ValueError):
+    """No plan can be made from these arguments; the message says why and what to do."""
+
+
+class ResumeFlagRefused(PlanRefused):
     """The user passed the agent's own resume flag, which would bypass the frozen state."""
+
+
+class EndpointRefused(PlanRefused):
+    """The agent cannot use the endpoint `amux run --endpoint` names (its API kind)."""
+
+
+ENDPOINT_PROVIDER = "amux_endpoint"
+"""The name of the provider an agent with providers gets for `amux run --endpoint`."""
+NO_KEY = "amux-endpoint-no-key"
+"""The key an agent gets for an endpoint that needs none (a local server ignores it)."""
+
+
+class EndpointRequest(NamedTuple):
+    """`amux run --endpoint URL --model NAME`: the model endpoint of one session, frozen
+    with it, which the adapter points its agent at for that launch only."""
+
+    url: str
+    model: str
+    api: EndpointApi | None = None
+    """What the endpoint speaks; None: the agent's own kind."""
+    key_env: str | None = None
+    """The variable holding the endpoint's key (its name only); None: no key."""
+
+
+class EndpointWiring(NamedTuple):
+    """What pointing an agent at an endpoint adds to its plan (`with_endpoint`)."""
+
+    args: tuple[str, ...] = ()
+    """Arguments put right after the executable, before the user's."""
+    env: Mapping[str, str] = NOTHING
+    unset: tuple[str, ...] = ()
+    env_from: Mapping[str, str] = NOTHING
+    files: tuple[PlanFile, ...] = ()
 
 
 class Memory(NamedTuple):
@@ -61,6 +99,8 @@ class AgentRequest(NamedTuple):
     files_dir: str | None = None
     """The session's own directory for files the plan gives the agent (its state directory;
     for an isolated run a directory the target user owns)."""
+    endpoint: EndpointRequest | None = None
+    """The model endpoint of this session (`amux run --endpoint`), None: the agent's own."""
 
 
 class PlanFile(NamedTuple):
@@ -94,6 +134,9 @@ class LaunchPlan(NamedTuple):
     files: tuple[PlanFile, ...] = ()
     not_resumable: str | None = None
     """Why this session can never be resumed (e.g. the agent keeps nothing); None if it can."""
+    env_from: Mapping[str, str] = NOTHING
+    """Variables set from another variable of the launcher's environment (name → source),
+    for a secret the plan must not hold: an endpoint's key."""
 
 
 class Probe(Protocol):
@@ -228,6 +271,9 @@ class Adapter(Protocol):
     """The arguments that make the agent print its version (None: not asked)."""
     requires: tuple[Requirement, ...]
     """Every flag, variable and setting of the agent that `plan` and the hooks use."""
+    quick_exit_hint: str | None
+    """What usually makes this agent fail at once (no login, no key) and the fix, for the
+    line amux prints when the agent failed within seconds; None: nothing agent-specific."""
 
     def version(self, status: int, stdout: str, stderr: str) -> str | None:
         """The version in the answer to `version_args`, None if there is none."""
@@ -272,6 +318,28 @@ def first_line_version(adapter: object, status: int, stdout: str, stderr: str) -
     stderr when stdin is no terminal): `version = first_line_version`."""
     lines = (stdout.strip() or stderr.strip()).splitlines()
     return lines[0] if status == 0 and lines else None
+
+
+def endpoint_api(endpoint: EndpointRequest, agent: str, speaks: tuple[EndpointApi, ...],
+                 how: str) -> EndpointApi:
+    """The API kind of `endpoint` for an agent that speaks `speaks` (its default first);
+    `EndpointRefused` naming what the agent needs (`how`) for any other kind."""
+    api = endpoint.api or speaks[0]
+    if api not in speaks:
+        raise EndpointRefused(f"--endpoint-api {api}: {agent} cannot use such an endpoint; "
+                              f"it needs {how}")
+    return api
+
+
+def with_endpoint(plan: LaunchPlan, wiring: EndpointWiring | None) -> LaunchPlan:
+    """`plan` pointed at an endpoint: `wiring`'s arguments right after the executable,
+    its variables, files and removals added."""
+    if wiring is None:
+        return plan
+    return plan._replace(argv=(plan.argv[0], *wiring.args, *plan.argv[1:]),
+                         env={**plan.env, **wiring.env}, unset=(*plan.unset, *wiring.unset),
+                         env_from={**plan.env_from, **wiring.env_from},
+                         files=(*plan.files, *wiring.files))
 
 
 def merge_instructions(user: list[str], protocol: str | None) -> str | None:

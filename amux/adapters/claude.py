@@ -31,23 +31,33 @@ from collections.abc import Mapping
 
 from amux.adapters.base import (
     MEMORY_TOOLS,
+    NO_KEY,
     AgentRequest,
     Channel,
+    EndpointRequest,
+    EndpointWiring,
     LaunchPlan,
     Probe,
     Requirement,
+    endpoint_api,
     first_line_version,
     ignored_on_resume,
     merge_instructions,
     no_session_files,
     refuse,
     take_option,
+    with_endpoint,
 )
 
 _NAMESPACE = "6f6d3b34-61d2-4c1e-9a49-8a7b0f3b9d01"
 NO_PERSISTENCE = ("started with Claude Code's --no-session-persistence: Claude saved "
                   "nothing to resume")
 DISABLE_AUTO_MEMORY = "CLAUDE_CODE_DISABLE_AUTO_MEMORY"
+MODEL_VARIABLES = ("ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
+                   "ANTHROPIC_DEFAULT_HAIKU_MODEL", "ANTHROPIC_DEFAULT_SONNET_MODEL",
+                   "ANTHROPIC_DEFAULT_OPUS_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL")
+"""Every model Claude Code picks (the main one, titles, sub-agents, aliases): with an
+endpoint, all are its model, since it may serve no other."""
 
 
 class ClaudeAdapter:
@@ -70,7 +80,16 @@ class ClaudeAdapter:
         Requirement("env", DISABLE_AUTO_MEMORY, "Claude's own auto-memory is turned off"),
         Requirement("env", "CLAUDE_CONFIG_DIR", "an isolated run reads the target user's "
                     "config (it is removed)"),
+        Requirement("env", "ANTHROPIC_BASE_URL", "`amux run --endpoint` reaches Claude"),
+        Requirement("env", "ANTHROPIC_API_KEY", "`--endpoint-key-env` gives the endpoint its "
+                    "key (and the user's Anthropic key is kept from another endpoint)"),
+        Requirement("env", "ANTHROPIC_AUTH_TOKEN", "an endpoint without a key (or with a "
+                    "bearer token) needs no Claude login"),
+        *(Requirement("env", name, "`amux run --model` is the model Claude uses")
+          for name in MODEL_VARIABLES),
     )
+    quick_exit_hint = ("log in (`claude`, then /login), or set ANTHROPIC_API_KEY, or point it "
+                       "at a model server: `amux run --endpoint URL --model NAME claude`")
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # Claude reads its CLAUDE.md files itself; `plan` merges the flags
@@ -93,8 +112,9 @@ class ClaudeAdapter:
         not_resumable = NO_PERSISTENCE if "--no-session-persistence" in request.args else None
         if memory is None:  # the agent's own policy, untouched; only our session id added
             argv = (request.executable, *self._session(request), *request.args)
-            return LaunchPlan(argv, agent_session=request.agent_session,
-                              not_resumable=not_resumable)
+            return with_endpoint(LaunchPlan(argv, agent_session=request.agent_session,
+                                            not_resumable=not_resumable),
+                                 self._endpoint(request.endpoint))
         fresh = merge_instructions(appended, memory.protocol)
         instructions = request.frozen_instructions or fresh
         ignored = ignored_on_resume(request, "--append-system-prompt", appended, fresh)
@@ -107,9 +127,33 @@ class ClaudeAdapter:
                 f"--append-system-prompt={instructions}", f"--mcp-config={mcp_config}",
                 f"--allowedTools={allowed}", *args)
         env = {DISABLE_AUTO_MEMORY: "1"}
-        return LaunchPlan(argv, env=env, channel="mcp", instructions=instructions,
+        plan = LaunchPlan(argv, env=env, channel="mcp", instructions=instructions,
                           suppression={"env": env}, agent_session=request.agent_session,
                           not_resumable=not_resumable, warnings=tuple(ignored))
+        return with_endpoint(plan, self._endpoint(request.endpoint))
+
+    @staticmethod
+    def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
+        """Claude's base URL and models from the environment. The key goes as
+        `ANTHROPIC_API_KEY` (x-api-key), or as a bearer token when it is the user's
+        `ANTHROPIC_AUTH_TOKEN`; without one a placeholder token, so no login is needed.
+        The other of the two is removed: the user's Anthropic credentials never go to
+        another endpoint (a token outranks a key and a login)."""
+        if endpoint is None:
+            return None
+        endpoint_api(endpoint, "Claude Code", ("anthropic",),
+                     "an Anthropic Messages endpoint (`--endpoint-api anthropic`, the "
+                     "default for claude: LiteLLM, vLLM and Ollama serve one); use codex or "
+                     "pi for an OpenAI-compatible one")
+        env = {"ANTHROPIC_BASE_URL": endpoint.url,
+               **dict.fromkeys(MODEL_VARIABLES, endpoint.model)}
+        token = endpoint.key_env in (None, "ANTHROPIC_AUTH_TOKEN")
+        name = "ANTHROPIC_AUTH_TOKEN" if token else "ANTHROPIC_API_KEY"
+        if endpoint.key_env is None:
+            env[name] = NO_KEY
+        return EndpointWiring(
+            env=env, unset=("ANTHROPIC_API_KEY" if token else "ANTHROPIC_AUTH_TOKEN",),
+            env_from={} if endpoint.key_env is None else {name: endpoint.key_env})
 
     @staticmethod
     def _session(request: AgentRequest) -> list[str]:

@@ -35,8 +35,11 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from amux.adapters.base import (
+    ENDPOINT_PROVIDER,
     AgentRequest,
     Channel,
+    EndpointRequest,
+    EndpointWiring,
     FinishedRun,
     LaunchPlan,
     Probe,
@@ -44,10 +47,12 @@ from amux.adapters.base import (
     ResumeFlagRefused,
     SessionFile,
     SessionFiles,
+    endpoint_api,
     first_line_version,
     ignored_on_resume,
     merge_instructions,
     take_option,
+    with_endpoint,
 )
 from amux.adapters.codex_layers import (
     codex_home,
@@ -111,7 +116,12 @@ class CodexAdapter:
                     "an approval prompt"),
         Requirement("env", "CODEX_HOME", "an isolated run reads the target user's config, "
                     "and the launcher finds the thread's rollout"),
+        *(Requirement("setting", name, "`amux run --endpoint` reaches Codex")
+          for name in ("model_provider", "model_providers", "base_url", "wire_api",
+                       "env_key")),
     )
+    quick_exit_hint = ("log in (`codex login`), or set OPENAI_API_KEY, or point it at a "
+                       "model server: `amux run --endpoint URL --model NAME codex`")
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         """The `developer_instructions` Codex would use without us, from all its layers
@@ -142,9 +152,12 @@ class CodexAdapter:
         memory = request.memory
         # `exec --ephemeral` writes no rollout: there is no thread to learn or resume.
         not_resumable = EPHEMERAL if "--ephemeral" in request.args else None
+        endpoint = self._endpoint(request.endpoint)
         if memory is None:
-            return LaunchPlan((request.executable, *self._resume(request, list(request.args))),
-                              agent_session=request.agent_session, not_resumable=not_resumable)
+            return with_endpoint(
+                LaunchPlan((request.executable, *self._resume(request, list(request.args))),
+                           agent_session=request.agent_session, not_resumable=not_resumable),
+                endpoint)
         args, given = take_overrides(request.args, "developer_instructions")
         user = [parse_toml_value(given[-1])] if given else list(request.user_instructions)
         fresh = merge_instructions(user, memory.protocol)
@@ -161,10 +174,31 @@ class CodexAdapter:
         ]
         argv = (request.executable, *(part for o in overrides for part in ("-c", o)),
                 *self._resume(request, args))
-        return LaunchPlan(argv, channel="mcp", instructions=instructions,
-                          suppression={"argv": list(SUPPRESSION)},
-                          agent_session=request.agent_session, not_resumable=not_resumable,
-                          warnings=tuple(ignored))
+        return with_endpoint(LaunchPlan(argv, channel="mcp", instructions=instructions,
+                                        suppression={"argv": list(SUPPRESSION)},
+                                        agent_session=request.agent_session,
+                                        not_resumable=not_resumable, warnings=tuple(ignored)),
+                             endpoint)
+
+    @staticmethod
+    def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
+        """A provider of this launch only, in `-c` overrides (the user's config files are
+        not touched): the Responses API at the URL, the key read by Codex itself from the
+        named variable (none: no Authorization header)."""
+        if endpoint is None:
+            return None
+        endpoint_api(endpoint, "Codex", ("openai",), "an OpenAI-compatible endpoint that "
+                     "serves the Responses API (`/v1/responses`: Ollama, vLLM, llama.cpp's "
+                     "server do); use claude or pi for an Anthropic one")
+        provider = f"model_providers.{ENDPOINT_PROVIDER}"
+        overrides = [f"model_provider={toml_value(ENDPOINT_PROVIDER)}",
+                     f"{provider}.name={toml_value('amux run --endpoint')}",
+                     f"{provider}.base_url={toml_value(endpoint.url)}",
+                     f'{provider}.wire_api="responses"',
+                     *([f"{provider}.env_key={toml_value(endpoint.key_env)}"]
+                       if endpoint.key_env else []),
+                     f"model={toml_value(endpoint.model)}"]
+        return EndpointWiring(args=tuple(part for o in overrides for part in ("-c", o)))
 
     @staticmethod
     def _resume(request: AgentRequest, args: list[str]) -> list[str]:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from amux.adapters.base import (
     AgentRequest,
     Channel,
+    EndpointRefused,
     LaunchPlan,
     Probe,
     Requirement,
@@ -25,6 +26,7 @@ class FallbackAdapter:
     tracks_sessions = False
     version_args: tuple[str, ...] | None = None
     requires: tuple[Requirement, ...] = ()
+    quick_exit_hint: str | None = None
 
     def version(self, status: int, stdout: str, stderr: str) -> str | None:
         return None
@@ -42,6 +44,10 @@ class FallbackAdapter:
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         agent = os.path.basename(request.executable)
+        if request.endpoint is not None:
+            raise EndpointRefused(f"--endpoint: amux knows no way to point {agent} at an "
+                                  "endpoint (adapters: claude, codex, pi); configure it in "
+                                  f"{agent}'s own settings and launch it without --endpoint")
         return LaunchPlan((request.executable, *request.args), warnings=(
             f"no memory capability for {agent}: amux knows no adapter for it, so it "
             "launches unchanged (adapters: claude, codex, pi)",))

@@ -26,22 +26,29 @@ session file, and the amux session is recorded as not resumable. The user's own
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 
 from amux.adapters.base import (
+    ENDPOINT_PROVIDER,
+    NO_KEY,
     AgentRequest,
     Channel,
+    EndpointRefused,
+    EndpointWiring,
     LaunchPlan,
     PlanFile,
     Probe,
     Requirement,
     ResumeFlagRefused,
+    endpoint_api,
     first_line_version,
     ignored_on_resume,
     merge_instructions,
     no_session_files,
     refuse,
+    with_endpoint,
 )
 
 APPEND = "--append-system-prompt"
@@ -113,6 +120,39 @@ def _discovered(probe: Probe) -> str | None:
     return None
 
 
+ENDPOINT_FILE = "pi-endpoint.js"
+"""The extension of an `--endpoint` launch, in the session's own directory."""
+_PI_API = {"openai": "openai-completions", "anthropic": "anthropic-messages"}
+
+
+def _endpoint(request: AgentRequest) -> EndpointWiring | None:
+    """A provider of this launch only: Pi reads providers from its own `models.json`,
+    which amux must not edit, so an extension file given with `--extension` registers
+    it (Chat Completions or Anthropic Messages) and `--model` names its model. The key
+    is read by Pi from the named variable; without one a placeholder."""
+    endpoint = request.endpoint
+    if endpoint is None:
+        return None
+    if request.files_dir is None:
+        raise EndpointRefused("--endpoint needs the session's directory for Pi's extension")
+    api = endpoint_api(endpoint, "Pi", ("openai", "anthropic"), "an OpenAI- or "
+                       "Anthropic-compatible endpoint")
+    model = {"id": endpoint.model, "name": endpoint.model, "reasoning": False,
+             "input": ["text"], "contextWindow": 128000, "maxTokens": 16384,
+             "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}
+    config = {"name": "amux run --endpoint", "baseUrl": endpoint.url, "api": _PI_API[api],
+              "apiKey": endpoint.key_env or NO_KEY, "models": [model]}
+    # JSON with every non-ASCII character escaped is a JavaScript literal.
+    text = ("// amux run --endpoint: this launch's provider (written by amux, for this "
+            "session only)\n"
+            f"export default function (pi) {{\n  pi.registerProvider("
+            f"{json.dumps(ENDPOINT_PROVIDER)}, {json.dumps(config, sort_keys=True)});\n}}\n")
+    path = os.path.join(request.files_dir, ENDPOINT_FILE)
+    return EndpointWiring(args=("--extension", path, "--model",
+                                f"{ENDPOINT_PROVIDER}/{endpoint.model}"),
+                          files=(PlanFile(path, text),))
+
+
 class PiAdapter:
     name = "pi"
     channel: Channel = "cli"
@@ -125,7 +165,14 @@ class PiAdapter:
         Requirement("flag", APPEND, "the memory protocol reaches Pi"),
         Requirement("env", "PI_CODING_AGENT_DIR", "an isolated run reads the target user's "
                     "config"),
+        Requirement("flag", "--extension", "`amux run --endpoint` reaches Pi (as a provider "
+                    "an extension of that launch registers)"),
+        Requirement("flag", "--model", "`amux run --model` is the model Pi uses"),
+        Requirement("setting", "registerProvider", "`amux run --endpoint` reaches Pi"),
     )
+    quick_exit_hint = ("set the key of its provider (e.g. ANTHROPIC_API_KEY, or `pi` then "
+                       "/login), or point it at a model server: `amux run --endpoint URL "
+                       "--model NAME pi`")
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         """What Pi itself would append to its system prompt, as one text (module doc)."""
@@ -159,9 +206,11 @@ class PiAdapter:
         not_resumable = EPHEMERAL if no_session else None
         session = ["--session", agent_session] if agent_session else []
         memory = request.memory
+        endpoint = _endpoint(request)
         if memory is None:
-            return LaunchPlan((request.executable, *session, *request.args),
-                              agent_session=agent_session, not_resumable=not_resumable)
+            return with_endpoint(LaunchPlan((request.executable, *session, *request.args),
+                                            agent_session=agent_session,
+                                            not_resumable=not_resumable), endpoint)
         instructions = request.frozen_instructions or merge_instructions(
             list(request.user_instructions), memory.protocol) or ""
         # Taken literally: a value naming a file (which a plan does not read) is reported
@@ -174,6 +223,7 @@ class PiAdapter:
             value = os.path.join(request.files_dir, INSTRUCTIONS_FILE)
             files = (PlanFile(value, instructions),)
         argv = (request.executable, *session, APPEND, value, *args)
-        return LaunchPlan(argv, env=dict(memory.env), path=(memory.bin_dir,), channel="cli",
-                          instructions=instructions, files=files, agent_session=agent_session,
-                          not_resumable=not_resumable, warnings=tuple(ignored))
+        return with_endpoint(
+            LaunchPlan(argv, env=dict(memory.env), path=(memory.bin_dir,), channel="cli",
+                       instructions=instructions, files=files, agent_session=agent_session,
+                       not_resumable=not_resumable, warnings=tuple(ignored)), endpoint)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from amux.adapters.base import ResumeFlagRefused
+from amux.adapters.base import PlanRefused
 from amux.client.args import strict_parser
 from amux.client.cli import report
 from amux.client.home import amux_home
@@ -13,6 +13,8 @@ from amux.client.wire import ClientError
 
 if TYPE_CHECKING:
     import argparse
+
+    from amux.adapters.base import EndpointRequest
 
 _DESCRIPTION = (
     "Launch a coding agent with amux memory: the binding is resolved once and frozen for the "
@@ -28,7 +30,9 @@ _EPILOG = (
 def _parser() -> argparse.ArgumentParser:
     parser = strict_parser(prog="amux run", description=_DESCRIPTION, epilog=_EPILOG,
                            usage="amux run [--dry-run] [--resume ID] [--as-user USER "
-                           "[--pass-env NAME]...] [AGENT] [-- ARGS...]")
+                           "[--pass-env NAME]...] [--endpoint URL --model NAME "
+                           "[--endpoint-api KIND] [--endpoint-key-env VAR]] [AGENT] "
+                           "[-- ARGS...]")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the launch plan as JSON and start nothing")
     parser.add_argument("--resume", metavar="ID", help="resume an amux session (its frozen "
@@ -40,11 +44,25 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--pass-env", metavar="NAME", action="append", default=[],
                         help="with --as-user: pass this variable although it looks like a "
                         "credential (repeatable); nothing else of the service's secrets passes")
+    parser.add_argument("--endpoint", metavar="URL",
+                        help="for this launch only, point the agent at this model endpoint "
+                        "(e.g. a local Ollama, vLLM or llama.cpp server: "
+                        "http://127.0.0.1:11434/v1); the user's agent config is not edited")
+    parser.add_argument("--model", metavar="NAME",
+                        help="with --endpoint: the model the endpoint serves")
+    parser.add_argument("--endpoint-api", metavar="KIND", choices=("openai", "anthropic"),
+                        help="with --endpoint: what it speaks, openai (Chat Completions or "
+                        "Responses) or anthropic (Messages); default: anthropic for claude, "
+                        "openai for the others")
+    parser.add_argument("--endpoint-key-env", metavar="VAR",
+                        help="with --endpoint: the environment variable holding its API key "
+                        "(default: none, for a local server); the key is never put in argv")
     parser.add_argument("agent", nargs="?", help="claude, codex, pi, or any command")
     return parser
 
 
-_VALUED = ("--resume", "--as-user", "--pass-env")
+_VALUED = ("--resume", "--as-user", "--pass-env", "--endpoint", "--model", "--endpoint-api",
+           "--endpoint-key-env")
 
 
 def quick_parse(ours: list[str]) -> SimpleNamespace | None:
@@ -53,7 +71,8 @@ def quick_parse(ours: list[str]) -> SimpleNamespace | None:
     building its parser (a gettext lookup per help string) would cost every launch
     ~12 ms."""
     values: dict[str, Any] = {"dry_run": False, "resume": None, "as_user": None,
-                              "pass_env": [], "agent": None}
+                              "pass_env": [], "endpoint": None, "model": None,
+                              "endpoint_api": None, "endpoint_key_env": None, "agent": None}
     index = 0
     while index < len(ours):
         token = ours[index]
@@ -76,9 +95,32 @@ def quick_parse(ours: list[str]) -> SimpleNamespace | None:
             index += 1
         if name == "--pass-env":
             values["pass_env"].append(value)
+        elif name == "--endpoint-api" and value not in ("openai", "anthropic"):
+            return None
         else:
             values[name[2:].replace("-", "_")] = value
     return SimpleNamespace(**values)
+
+
+def _endpoint(args: Any) -> EndpointRequest | None:
+    """`--endpoint URL --model NAME` as one request, or None; either alone is refused."""
+    from amux.adapters.base import EndpointRequest
+
+    extras = [name for name, value in (("--endpoint-api", args.endpoint_api),
+                                       ("--endpoint-key-env", args.endpoint_key_env)) if value]
+    if args.endpoint is None and args.model is None:
+        if extras:
+            raise ClientError("invalid_argument", f"{extras[0]} only applies with --endpoint")
+        return None
+    if args.endpoint is None or args.model is None:
+        raise ClientError("invalid_argument", "--endpoint URL and --model NAME go together: "
+                          "the endpoint and the model it serves, e.g. `amux run --endpoint "
+                          "http://127.0.0.1:11434/v1 --model qwen3 codex`")
+    if not args.endpoint.startswith(("http://", "https://")):
+        raise ClientError("invalid_argument", f"--endpoint {args.endpoint!r}: not an http:// "
+                          "or https:// URL")
+    return EndpointRequest(args.endpoint, args.model, args.endpoint_api,
+                           args.endpoint_key_env)
 
 
 def run_main(argv: list[str]) -> int:
@@ -101,13 +143,13 @@ def run_main(argv: list[str]) -> int:
             raise ClientError("invalid_argument", "--pass-env only applies with --as-user")
         if (args.resume is None) == (args.agent is None):
             raise ClientError("invalid_argument",
-                              "amux run: name an AGENT for a new session, or --resume ID")
+                              "name an AGENT for a new session, or --resume ID")
         from amux.launcher.run import RunRequest, launch
 
         return launch(amux_home(), RunRequest(args.agent, agent_args, args.resume,
                                               args.dry_run, args.as_user,
-                                              tuple(args.pass_env)))
-    except ResumeFlagRefused as refused:
+                                              tuple(args.pass_env), _endpoint(args)))
+    except PlanRefused as refused:
         return report("amux run", ClientError("invalid_argument", str(refused)))
     except ClientError as error:
         return report("amux run", error)

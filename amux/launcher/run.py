@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from amux.adapters import ADAPTERS, for_agent
-from amux.adapters.base import Adapter, AgentRequest, LaunchPlan, Memory
+from amux.adapters.base import Adapter, AgentRequest, EndpointRequest, LaunchPlan, Memory
 from amux.adapters.fallback import FallbackAdapter
 from amux.client.wire import ClientError
 from amux.launcher import planfiles, rundirs, session_watch, state, wiring
@@ -48,6 +48,9 @@ class RunRequest(NamedTuple):
     """Run the agent as this Unix user (an isolated run; the launcher must be root)."""
     pass_env: tuple[str, ...] = ()
     """Variables an isolated agent gets although they look like credentials."""
+    endpoint: EndpointRequest | None = None
+    """`--endpoint URL --model NAME`: the model endpoint of a new session (frozen; a resume
+    reuses it)."""
 
 
 class EnvChanges(NamedTuple):
@@ -116,6 +119,7 @@ class Launch(NamedTuple):
         """The launch as `--dry-run` prints it (JSON)."""
         plan, session, target = self.plan, self.session, self.target
         env: dict[str, str | None] = {**self.env.set, **dict.fromkeys(self.env.unset)}
+        env.update({name: f"${{{source}}}" for name, source in plan.env_from.items()})
         writes = self.writes()
         return {
             "session": session.id, "resume": not self.new, "agent": session.agent,
@@ -219,10 +223,27 @@ def _resumed(home: Path, request: RunRequest) -> tuple[state.SessionState, Adapt
     if frozen.agent_session is None and adapter.tracks_sessions:
         raise ClientError("invalid_argument", f"session {frozen.id} never recorded "
                           f"{frozen.adapter}'s own session id, so it cannot be resumed")
+    given = None if request.endpoint is None else dict(request.endpoint._asdict())
+    if given is not None and given != frozen.endpoint:
+        started = ("the agent's own model" if frozen.endpoint is None else
+                   f"--endpoint {frozen.endpoint['url']} --model {frozen.endpoint['model']}")
+        raise ClientError("invalid_argument", f"session {frozen.id} started with {started}, "
+                          "and a resume reuses it; resume without --endpoint, or start a new "
+                          "session for another model")
     if request.as_user not in (None, frozen.as_user):
         raise ClientError("invalid_argument", f"session {frozen.id} runs as "
                           f"{frozen.as_user or 'the launching user'}, not {request.as_user}")
     return frozen, adapter
+
+
+def _frozen_endpoint(session: state.SessionState) -> EndpointRequest | None:
+    frozen = session.endpoint
+    if frozen is None:
+        return None
+    api = frozen.get("api")
+    return EndpointRequest(str(frozen["url"]), str(frozen["model"]),
+                           "anthropic" if api == "anthropic" else "openai" if api else None,
+                           frozen.get("key_env"))
 
 
 def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
@@ -249,15 +270,18 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
             protocol_version=render.version() if protocol else None, protocol=protocol,
             instructions=None, suppression={}, agent_session=None,
             created_at=time.time(), cwd=os.getcwd(),
-            as_user=target.name if target else None)
+            as_user=target.name if target else None,
+            endpoint=None if request.endpoint is None else dict(request.endpoint._asdict()))
     new = request.resume is None
+    endpoint = _frozen_endpoint(session)
     agent_dir = _agent_dir(home, session.id, target)
     if target is None:
         base_env = wiring.agent_env(os.environ)  # never the launcher's own token
     else:
         resets = {name: value for each in ADAPTERS.values()  # every agent's, for any agent
                   for name, value in each.isolated_env(target.home).items()}
-        base_env = isolated_env(os.environ, target, request.pass_env, resets)
+        key = (endpoint.key_env,) if endpoint is not None and endpoint.key_env else ()
+        base_env = isolated_env(os.environ, target, (*request.pass_env, *key), resets)
     run_dir = memory = None
     if session.binding is not None and session.protocol is not None:
         if target is None:
@@ -268,6 +292,10 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
         memory = Memory(protocol=session.protocol, mcp_command=(str(mcp), "memory", "mcp"),
                         env={"AMUX_MEMORY_CONFIG": str(run_dir.config)},
                         bin_dir=str(run_dir.bin_dir))
+    if endpoint is not None and endpoint.key_env and endpoint.key_env not in base_env:
+        raise ClientError("invalid_argument", f"--endpoint-key-env {endpoint.key_env}: it is "
+                          "not set in this environment; export the endpoint's key in it, or "
+                          "leave the option out for an endpoint that needs no key")
     # The user's own instructions matter only to merge the protocol after them; a dry run
     # starts nothing, not even the agent to ask it, and writes no cache; an isolated run
     # asks as the target.
@@ -285,9 +313,10 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
         frozen_instructions=None if new else session.instructions,
         agent_session=(adapter.new_session_ref(session.id, str(agent_dir)) if new
                        else session.agent_session),
-        resume=not new, files_dir=str(agent_dir)))
+        resume=not new, files_dir=str(agent_dir), endpoint=endpoint))
     plan = plan._replace(warnings=(*warnings, *probe.warnings, *plan.warnings))
     agent_env = {k: v for k, v in {**base_env, **plan.env}.items() if k not in plan.unset}
+    agent_env.update({name: base_env[source] for name, source in plan.env_from.items()})
     if new:
         session = session._replace(
             channel=plan.channel, instructions=plan.instructions,
@@ -328,6 +357,7 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
         files = (launch.adapter.session_files(env) if launch.new and session.resumable
                  and session.agent_session is None else None)
         watch = session_watch.SessionWatch(files) if files is not None else None
+        started = time.monotonic()
         try:
             status = supervise(list(plan.argv), env, run_as=launch.run_as,
                                on_start=None if watch is None else watch.start)
@@ -336,7 +366,8 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
         finally:
             if watch is not None:
                 session = _learn_session(home, session, watch, plan.argv)
-        print(closing_line(session, status, launch.adapter), file=sys.stderr, flush=True)
+        print(closing_line(session, status, launch.adapter, time.monotonic() - started),
+              file=sys.stderr, flush=True)
         return status
     finally:
         if issued is not None and launch.run_dir is not None:
@@ -376,15 +407,32 @@ def _wire(home: Path, launch: Launch, client: Path) -> wiring.Issued | None:
     return issued
 
 
-def closing_line(session: state.SessionState, status: int, adapter: Adapter) -> str:
-    """What amux says when the agent ended: the amux session and how to resume it. The
-    agent's own resume hint (`claude --resume <uuid>`) would bypass the frozen state."""
-    ended = f"amux run: session {session.id} ended (exit {status})"
+QUICK_EXIT_SECONDS = 5.0
+"""An agent that fails within this long most likely never reached its model."""
+
+
+def closing_line(session: state.SessionState, status: int, adapter: Adapter,
+                 seconds: float) -> str:
+    """What amux says when the agent ended: the amux session and how to resume it (the
+    agent's own resume hint, `claude --resume <uuid>`, would bypass the frozen state);
+    after a quick failure, also what usually causes one for that agent and its fix."""
+    ended = f"amux run: session {session.id} ended (exit {status} after {seconds:.1f} s)"
     if not session.resumable:
-        return f"{ended}; it cannot be resumed: {session.not_resumable_reason}"
-    if session.agent_session is None and adapter.tracks_sessions:
-        return f"{ended}; it cannot be resumed: {session.adapter}'s own session id is unknown"
-    return f"{ended}; resume it with: amux run --resume {session.id}"
+        line = f"{ended}; it cannot be resumed: {session.not_resumable_reason}"
+    elif session.agent_session is None and adapter.tracks_sessions:
+        line = f"{ended}; it cannot be resumed: {session.adapter}'s own session id is unknown"
+    else:
+        line = f"{ended}; resume it with: amux run --resume {session.id}"
+    if status == 0 or seconds >= QUICK_EXIT_SECONDS:
+        return line
+    if session.endpoint is not None:
+        cause = (f"check that {session.endpoint['url']} is up and serves the model "
+                 f"{session.endpoint['model']!r}")
+    else:
+        cause = adapter.quick_exit_hint or "check its own set-up: login, API key, model endpoint"
+    return (f"{line}\namux run: {os.path.basename(session.agent)} failed within "
+            f"{QUICK_EXIT_SECONDS:.0f} s; see its own message above. If it could not reach "
+            f"its model: {cause}")
 
 
 def _learn_session(home: Path, session: state.SessionState, watch: session_watch.SessionWatch,

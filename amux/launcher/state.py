@@ -48,6 +48,9 @@ class SessionState(NamedTuple):
     """False for a session the agent keeps nothing of (Pi's `--no-session`)."""
     not_resumable_reason: str | None = None
     """Why `resumable` is false, said by `amux run --resume`."""
+    endpoint: dict[str, str | None] | None = None
+    """`amux run --endpoint`: url, model, api, key_env (the variable's name, never the
+    key), reused on resume; None: the agent's own configured model."""
 
     @property
     def has_memory(self) -> bool:

@@ -7,18 +7,27 @@ from __future__ import annotations
 import pytest
 
 from amux.adapters import ADAPTERS
-from amux.adapters.base import LaunchPlan
+from amux.adapters.base import EndpointRequest, LaunchPlan
 from amux.adapters.fallback import FallbackAdapter
 from tests.adapters.test_contract import USER_ARGS, memory, plan
+from tests.adapters.test_endpoint import URL
+from tests.adapters.test_endpoint import plan as endpoint_plan
 from tests.adapters.test_hooks import FakeProbe
 
 NAMES = sorted(ADAPTERS)
 
 
 def launches(name: str, args: list[str]) -> list[LaunchPlan]:
-    """New and resumed, with memory and without."""
+    """New and resumed, with memory and without; pointed at an endpoint (`amux run
+    --endpoint`), with a key and without."""
+    endpoints = [EndpointRequest(URL, "m"), EndpointRequest(URL, "m", None, "MY_KEY")]
+    if name == "claude":  # a bearer token is another variable
+        endpoints.append(EndpointRequest(URL, "m", None, "ANTHROPIC_AUTH_TOKEN"))
     return [plan(name, with_memory=with_memory, resume=resume, args=args)
-            for with_memory in (True, False) for resume in (False, True)]
+            for with_memory in (True, False) for resume in (False, True)] + [
+        endpoint_plan(name, endpoint, with_memory=with_memory, args=args)
+        for endpoint in endpoints for with_memory in (True, False)
+        if name in ("claude", "codex", "pi")]
 
 
 def hook_commands(name: str, args: list[str]) -> list[tuple[str, ...]]:
@@ -38,7 +47,8 @@ def amux_env(name: str, launch: LaunchPlan) -> set[str]:
     """The variables a launch sets or removes for the agent itself (not amux's own
     connection, which only the `amux` client reads)."""
     own = memory(ADAPTERS[name].channel).env
-    return {key for key in launch.env if key not in own} | set(launch.unset)
+    return ({key for key in launch.env if key not in own} | set(launch.unset)
+            | set(launch.env_from))
 
 
 def declared(name: str, kind: str) -> set[str]:
@@ -65,8 +75,9 @@ def test_everything_declared_is_used_by_some_launch(name: str) -> None:
     assert declared(name, "flag") <= {word.partition("=")[0] for word in words}
     env = {key for launch in every for key in amux_env(name, launch)}
     assert declared(name, "env") <= env | set(adapter.isolated_env("/home/t"))
+    texts = words | {file.text for launch in every for file in launch.files}
     for setting in declared(name, "setting"):
-        assert any(setting in word for word in words), setting
+        assert any(setting in text for text in texts), setting
     for requirement in adapter.requires:
         assert requirement.why and requirement.help_args
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from amux.adapters import ADAPTERS
 from tests.agentlog import wait_for_pid
 from tests.hubproc import HubProcess
 
@@ -56,6 +58,9 @@ if action in ("interactive", "wait"):
     with open(os.environ["FAKE_AGENT_LOG"] + ".pid", "w") as pid:
         pid.write(str(os.getpid()))
     time.sleep(60)
+if os.environ.get("FAKE_AGENT_SLEEP"):
+    import time
+    time.sleep(float(os.environ["FAKE_AGENT_SLEEP"]))
 sys.exit(int(os.environ.get("FAKE_AGENT_EXIT", "0")))
 '''
 
@@ -386,14 +391,35 @@ def test_amux_names_the_session_and_its_resume_command_when_the_agent_ends(
     """Claude prints `claude --resume <uuid>` on exit, which bypasses the frozen state;
     amux's own last line names the amux session and the command that keeps it."""
     enable(hub)
-    done = launcher.run("claude", "--", "-p", "one", env={"FAKE_AGENT_EXIT": "3"})
-    assert done.returncode == 3
+    done = launcher.run("claude", "--", "-p", "one")
+    assert done.returncode == 0
     [session] = launcher.sessions()
-    assert done.stderr.splitlines()[-1] == (
-        f"amux run: session {session.name} ended (exit 3); resume it with: "
-        f"amux run --resume {session.name}")
+    assert re.fullmatch(rf"amux run: session {session.name} ended \(exit 0 after \d+\.\d s\); "
+                        rf"resume it with: amux run --resume {session.name}",
+                        done.stderr.splitlines()[-1])
     dry = launcher.run("--dry-run", "claude", "--", "-p", "x")
     assert "ended (exit" not in dry.stderr + dry.stdout  # not in the dry-run's output
+
+
+@pytest.mark.parametrize("agent", ["claude", "codex", "pi", "my-agent"])
+def test_a_quick_failure_says_the_exit_status_the_likely_cause_and_the_fix(
+        hub: HubProcess, launcher: Launcher, agent: str) -> None:
+    """An agent that cannot reach its model (no login on a fresh machine) exits at once;
+    the closing line says its status and, after the resume command, what to do for that
+    agent, without claiming to know the cause."""
+    enable(hub)
+    done = launcher.run(agent, "--", "-p", "one", env={"FAKE_AGENT_EXIT": "3"})
+    assert done.returncode == 3
+    ended, hint = done.stderr.splitlines()[-2:]
+    assert re.match(r"amux run: session \S+ ended \(exit 3 after \d+\.\d s\)", ended)
+    adapter = ADAPTERS.get(agent)
+    fix = adapter.quick_exit_hint if adapter else None
+    assert hint == (f"amux run: {agent} failed within 5 s; see its "
+                    f"own message above. If it could not reach its model: "
+                    f"{fix or 'check its own set-up: login, API key, model endpoint'}")
+    slow = launcher.run(agent, "--", "-p", "one",
+                        env={"FAKE_AGENT_EXIT": "3", "FAKE_AGENT_SLEEP": "5.2"})
+    assert "failed within" not in slow.stderr  # a long session that failed later: no guess
 
 
 def test_instructions_given_again_on_resume_are_ignored_with_one_warning(

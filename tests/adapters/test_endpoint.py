@@ -1,0 +1,143 @@
+"""`amux run --endpoint`: each adapter points its agent at the endpoint for one launch,
+with and without memory, the same way, keeps secrets out of the plan, and refuses an API
+kind its agent cannot speak."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import tomlkit
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from amux.adapters import ADAPTERS
+from amux.adapters.base import (
+    ENDPOINT_PROVIDER,
+    NO_KEY,
+    AgentRequest,
+    EndpointRefused,
+    EndpointRequest,
+    LaunchPlan,
+)
+from amux.adapters.fallback import FallbackAdapter
+from amux.adapters.pi import ENDPOINT_FILE
+from tests.adapters.test_contract import USER_ARGS, memory
+from tests.peers import missing
+
+URL = "http://127.0.0.1:11434/v1"
+
+
+def plan(name: str, endpoint: EndpointRequest | None, *, with_memory: bool = True,
+         files_dir: str = "/home/u/.local/share/amux/sessions/s",
+         args: list[str] | None = None) -> LaunchPlan:
+    adapter = ADAPTERS[name]
+    return adapter.plan(AgentRequest(
+        executable=f"/usr/bin/{name}", args=tuple(USER_ARGS[name] if args is None else args),
+        memory=memory(adapter.channel) if with_memory else None,
+        agent_session="agent-session-1", files_dir=files_dir, endpoint=endpoint))
+
+
+def codex_overrides(argv: tuple[str, ...]) -> dict[str, object]:
+    values = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg == "-c"]
+    return {key: tomlkit.parse(f"v = {value}")["v"]
+            for key, _, value in (v.partition("=") for v in values)}
+
+
+@pytest.mark.parametrize("with_memory", [True, False])
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
+                                                                with_memory: bool) -> None:
+    """Pointing at an endpoint only adds: the user's arguments, the memory wiring and the
+    suppression are those of the plan without it."""
+    api = "anthropic" if name == "claude" else "openai"
+    url = URL.removesuffix("/v1") if name == "claude" else URL
+    bare = plan(name, None, with_memory=with_memory)
+    pointed = plan(name, EndpointRequest(url, "qwen3", api), with_memory=with_memory)
+    extra = len(pointed.argv) - len(bare.argv)
+    assert pointed.argv[:1] + pointed.argv[1 + extra:] == bare.argv
+    assert {k: v for k, v in pointed.env.items() if k in bare.env} == dict(bare.env)
+    assert pointed.suppression == bare.suppression and pointed.channel == bare.channel
+    assert pointed.instructions == bare.instructions
+    assert set(bare.files) <= set(pointed.files)
+    if name == "claude":
+        assert pointed.env["ANTHROPIC_BASE_URL"] == url
+        assert pointed.env["ANTHROPIC_MODEL"] == pointed.env["ANTHROPIC_SMALL_FAST_MODEL"] \
+            == "qwen3"
+        assert pointed.env["ANTHROPIC_AUTH_TOKEN"] == NO_KEY  # no login needed
+        assert "ANTHROPIC_API_KEY" in pointed.unset  # the user's own key stays home
+    elif name == "codex":
+        overrides = codex_overrides(pointed.argv[:1 + extra])
+        provider = f"model_providers.{ENDPOINT_PROVIDER}"
+        assert overrides == {"model_provider": ENDPOINT_PROVIDER,
+                             f"{provider}.name": "amux run --endpoint",
+                             f"{provider}.base_url": URL, f"{provider}.wire_api": "responses",
+                             "model": "qwen3"}
+    else:
+        [file] = [f for f in pointed.files if f not in bare.files]
+        assert pointed.argv[1:1 + extra] == ("--extension", file.path, "--model",
+                                              f"{ENDPOINT_PROVIDER}/qwen3")
+        assert file.path.endswith(ENDPOINT_FILE) and file.mode == 0o600
+
+
+def test_a_key_is_named_never_held() -> None:
+    """The key's variable is named in the plan (or copied by the launcher): its value is in
+    no plan, so no dry run can print it."""
+    claude = plan("claude", EndpointRequest(URL, "m", None, "MY_KEY"))
+    assert claude.env_from == {"ANTHROPIC_API_KEY": "MY_KEY"}
+    assert "ANTHROPIC_AUTH_TOKEN" in claude.unset and "ANTHROPIC_API_KEY" not in claude.env
+    bearer = plan("claude", EndpointRequest(URL, "m", None, "ANTHROPIC_AUTH_TOKEN"))
+    assert bearer.env_from == {"ANTHROPIC_AUTH_TOKEN": "ANTHROPIC_AUTH_TOKEN"}
+    assert "ANTHROPIC_API_KEY" in bearer.unset
+    codex = codex_overrides(plan("codex", EndpointRequest(URL, "m", None, "MY_KEY")).argv)
+    assert codex[f"model_providers.{ENDPOINT_PROVIDER}.env_key"] == "MY_KEY"
+    [pi_file] = [f for f in plan("pi", EndpointRequest(URL, "m", None, "MY_KEY")).files
+                 if f.path.endswith(ENDPOINT_FILE)]
+    assert '"apiKey": "MY_KEY"' in pi_file.text
+
+
+@pytest.mark.parametrize(("name", "api", "needs"), [
+    ("claude", "openai", "an Anthropic Messages endpoint"),
+    ("codex", "anthropic", "serves the Responses API"),
+])
+def test_an_api_the_agent_cannot_speak_is_refused_naming_what_it_needs(
+        name: str, api: str, needs: str) -> None:
+    with pytest.raises(EndpointRefused, match=needs):
+        plan(name, EndpointRequest(URL, "m", api))  # type: ignore[arg-type]
+
+
+def test_an_agent_amux_does_not_know_cannot_be_pointed() -> None:
+    with pytest.raises(EndpointRefused, match="no way to point my-agent"):
+        FallbackAdapter().plan(AgentRequest("/usr/bin/my-agent", (), None,
+                                            endpoint=EndpointRequest(URL, "m")))
+
+
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+
+
+@settings(max_examples=15, deadline=None)
+@given(url=TEXT, model=TEXT, key=st.none() | TEXT)
+def test_pis_extension_registers_exactly_the_endpoint_whatever_its_text(
+        tmp_path_factory: pytest.TempPathFactory, url: str, model: str,
+        key: str | None) -> None:
+    """The extension is JavaScript whatever the URL, model or key name hold (quotes, line
+    separators, `</script>`…): Node imports it and it registers that provider, unchanged."""
+    node = shutil.which("node") or missing("node")
+    directory = tmp_path_factory.mktemp("pi")
+    pointed = plan("pi", EndpointRequest(url, model, "openai", key), files_dir=str(directory))
+    [file] = [f for f in pointed.files if f.path.endswith(ENDPOINT_FILE)]
+    path = Path(file.path.removesuffix(".js") + ".mjs")  # ESM for plain node, as Pi loads it
+    path.write_text(file.text, encoding="utf-8")
+    done = subprocess.run(
+        [str(node), "--input-type=module", "-e",
+         f"const m = await import({json.dumps(path.as_uri())});"
+         "m.default({registerProvider: (n, c) => console.log(JSON.stringify([n, c]))});"],
+        capture_output=True, text=True, timeout=30, check=True)
+    name, config = json.loads(done.stdout)
+    assert name == ENDPOINT_PROVIDER
+    assert (config["baseUrl"], config["models"][0]["id"], config["apiKey"]) == (
+        url, model, key or NO_KEY)
+    assert config["api"] == "openai-completions"
