@@ -271,6 +271,9 @@ class Adapter(Protocol):
     """The arguments that make the agent print its version (None: not asked)."""
     requires: tuple[Requirement, ...]
     """Every flag, variable and setting of the agent that `plan` and the hooks use."""
+    package: str | None
+    """The npm package that installs the agent, for the command that installs or updates
+    it (`amux doctor`); None: amux does not know how it is installed."""
     quick_exit_hint: str | None
     """What usually makes this agent fail at once (no login, no key) and the fix, for the
     line amux prints when the agent failed within seconds; None: nothing agent-specific."""

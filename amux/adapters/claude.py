@@ -88,6 +88,7 @@ class ClaudeAdapter:
         *(Requirement("env", name, "`amux run --model` is the model Claude uses")
           for name in MODEL_VARIABLES),
     )
+    package: str | None = "@anthropic-ai/claude-code"
     quick_exit_hint = ("log in (`claude`, then /login), or set ANTHROPIC_API_KEY, or point it "
                        "at a model server: `amux run --endpoint URL --model NAME claude`")
 

@@ -120,6 +120,7 @@ class CodexAdapter:
           for name in ("model_provider", "model_providers", "base_url", "wire_api",
                        "env_key")),
     )
+    package: str | None = "@openai/codex"
     quick_exit_hint = ("log in (`codex login`), or set OPENAI_API_KEY, or point it at a "
                        "model server: `amux run --endpoint URL --model NAME codex`")
 

@@ -27,6 +27,7 @@ class FallbackAdapter:
     version_args: tuple[str, ...] | None = None
     requires: tuple[Requirement, ...] = ()
     quick_exit_hint: str | None = None
+    package: str | None = None
 
     def version(self, status: int, stdout: str, stderr: str) -> str | None:
         return None

@@ -11,8 +11,8 @@ searched as bytes (a native binary holds its strings too), each file once (a har
 the same file), stopping when every name is found, within `SEARCH_SECONDS` and
 `SEARCH_BYTES`; what could not be told is a note, never a problem.
 
-Which npm package installs each agent (`PACKAGES`) is the one fact here about a
-particular agent: it names the fix, and no adapter holds it yet.
+What each agent is (its requirements, its npm package for the fixes) comes from its
+adapter; nothing here knows a particular agent.
 """
 
 from __future__ import annotations
@@ -46,9 +46,6 @@ PACKAGE_FILES = 20_000
 CODE_SUFFIXES = (".js", ".cjs", ".mjs", ".node", ".wasm", ".exe")
 """A package's code files (also any executable file); not its docs, types or source maps,
 which may name what the code no longer reads."""
-PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex",
-            "pi": "@mariozechner/pi-coding-agent"}
-"""The npm package of each known agent, for the command that installs or updates it."""
 CHECKOUT_NPM = Path(__file__).resolve().parents[2] / "fixtures" / "npm"
 """In an amux checkout: the pinned agents (`npm ci --prefix fixtures/npm`)."""
 
@@ -109,9 +106,9 @@ def agent_version(home: Path, adapter: Adapter, executable: str,
     if adapter.version_args is None:
         return None
     if home.is_dir():
-        from amux.launcher.run import _version
+        from amux.launcher.run import cached_version
 
-        return _version(home, adapter, executable)
+        return cached_version(home, adapter, executable)
     done = probe.run([executable, *adapter.version_args], timeout=HELP_TIMEOUT)
     return None if done is None else adapter.version(*done)
 
@@ -227,17 +224,24 @@ def install_fix(name: str) -> str | None:
     pinned = CHECKOUT_NPM / "node_modules" / ".bin"
     if (pinned / name).exists():
         return f'export PATH="{pinned}:$PATH"'
-    return f"npm i -g {PACKAGES[name]}" if name in PACKAGES else None
+    package = _package(name)
+    return None if package is None else f"npm i -g {package}"
 
 
 def update_fix(name: str) -> str | None:
     """The command that installs the version amux is tested with (pinned in the checkout),
     else the latest."""
-    if name not in PACKAGES:
+    package = _package(name)
+    if package is None:
         return None
     try:
         pins = json.loads((CHECKOUT_NPM / "package.json").read_text())["dependencies"]
-        version = str(pins[PACKAGES[name]])
+        version = str(pins[package])
     except (OSError, ValueError, KeyError, TypeError):
         version = "latest"
-    return f"npm i -g {PACKAGES[name]}@{version}"
+    return f"npm i -g {package}@{version}"
+
+
+def _package(name: str) -> str | None:
+    adapter = ADAPTERS.get(name)
+    return None if adapter is None else adapter.package

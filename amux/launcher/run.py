@@ -155,7 +155,7 @@ def _executable(agent: str) -> str:
     return os.path.abspath(found) if os.sep in agent else found
 
 
-def _version(home: Path, adapter: Adapter, executable: str) -> str | None:
+def cached_version(home: Path, adapter: Adapter, executable: str) -> str | None:
     """The agent's version as its adapter reads it, remembered per binary (path, size,
     mtime): a Node CLI takes a few hundred ms to say it, and every launch records it."""
     if adapter.version_args is None:
@@ -264,7 +264,7 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
                     if binding and adapter.channel != "none" else None)
         session = state.SessionState(
             id=session_id, agent=request.agent, adapter=adapter.name,
-            adapter_version=None if request.dry_run else _version(home, adapter, executable),
+            adapter_version=None if request.dry_run else cached_version(home, adapter, executable),
             channel="none", binding=binding.binding if binding else None,
             principal=binding.principal if binding else None,
             protocol_version=render.version() if protocol else None, protocol=protocol,

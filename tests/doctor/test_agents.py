@@ -80,7 +80,7 @@ def test_a_help_without_a_flag_is_a_problem_naming_the_update(name: str, flag: s
     [finding] = findings
     assert f"flag {flag}" in finding.message and "9.9.9" in finding.message
     assert finding.fix == agents.update_fix(name)
-    assert finding.fix is not None and finding.fix.startswith(f"npm i -g {agents.PACKAGES[name]}@")
+    assert finding.fix is not None and finding.fix.startswith(f"npm i -g {ADAPTERS[name].package}@")
     missing = [r["name"] for r in seen["requirements"] if not r["present"]]
     assert missing == [flag]
 
@@ -123,4 +123,5 @@ def test_a_flag_is_a_whole_word_of_the_help() -> None:
 
 
 def test_every_known_agent_has_its_install_command() -> None:
-    assert set(agents.PACKAGES) == set(ADAPTERS)
+    assert all(ADAPTERS[name].package for name in ADAPTERS)
+    assert agents.install_fix("my-agent") is None

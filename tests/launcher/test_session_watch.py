@@ -110,7 +110,7 @@ def test_an_agents_version_is_cached_whichever_stream_prints_it(
     """Pi prints `--version` on stderr when stdin is no terminal; it was never cached, so
     every launch paid ~0.9 s for it again."""
     from amux.adapters import ADAPTERS
-    from amux.launcher.run import _version
+    from amux.launcher.run import cached_version
 
     calls = tmp_path / "calls"
     agent = tmp_path / "pi"
@@ -118,6 +118,6 @@ def test_an_agents_version_is_cached_whichever_stream_prints_it(
     agent.write_text(f"#!/bin/sh\necho call >> {calls}\necho 0.73.1 {redirect}\n")
     agent.chmod(0o755)
     home = tmp_path / "home"
-    assert _version(home, ADAPTERS["pi"], str(agent)) == "0.73.1"
-    assert _version(home, ADAPTERS["pi"], str(agent)) == "0.73.1"
+    assert cached_version(home, ADAPTERS["pi"], str(agent)) == "0.73.1"
+    assert cached_version(home, ADAPTERS["pi"], str(agent)) == "0.73.1"
     assert calls.read_text() == "call\n"  # asked once, then remembered
