@@ -16,9 +16,14 @@ _DESCRIPTION = (
 _EPILOG = (
     "Base URL: what the agent itself takes: Claude Code's ANTHROPIC_BASE_URL (e.g. "
     "https://api.anthropic.com or http://localhost:11434), the OpenAI-compatible base for "
-    "Codex and Pi (e.g. http://localhost:11434/v1). Exit status: 0 the evaluation ran, "
-    "1 it could not run, 2 usage, 3 the endpoint's context window cannot hold the prompt. "
-    "See docs/eval.md.")
+    "Codex and Pi (e.g. http://localhost:11434/v1). Progress goes to standard error (a "
+    "bar on a terminal, a line per sample otherwise), the summary to standard output. "
+    "Exit status: 0 the evaluation ran and its results stand, whatever the pass rates; "
+    "1 it could not run (agent not found, nothing answers at the endpoint, the agent "
+    "sent no request, the evaluation's Hub failed); 2 usage; 3 the endpoint's context "
+    "window does not hold the agent's prompt: refused before any sample ran, or the run "
+    "finished but the endpoint's prompt counts show the prompt was truncated, so the "
+    "results (still printed and written) do not measure the model. See docs/eval.md.")
 
 
 def _parser() -> argparse.ArgumentParser:

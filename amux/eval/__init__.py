@@ -12,4 +12,5 @@
 | `context.py` | context windows: Ollama detection, refusal, truncated prompt counts |
 | `workspace.py` | the temporary AMUX_HOME and Hub, the throwaway repository, snapshots |
 | `report.py` | pass rates, the printed table and the JSON report |
+| `progress.py` | progress on standard error: a rich bar on a terminal, plain lines otherwise |
 """

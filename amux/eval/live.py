@@ -14,9 +14,11 @@
 5. **Report**: the endpoint's prompt counts checked for truncation, pass rates printed,
    the JSON report written.
 
-Exit status: 0 the evaluation ran (whatever the pass rates), 1 it could not run (agent
-missing, nothing answering at the endpoint, no Hub), 3 the context window cannot hold the
-prompt (refused before the run, or the endpoint's counts show truncation during it).
+Exit status (as `amux eval live --help` says): 0 the evaluation ran and its results
+stand (whatever the pass rates), 1 it could not run (`HarnessError`: agent missing,
+nothing answering at the endpoint, no request from the agent, no Hub), 3 the context
+window does not hold the prompt: refused before any sample, or the endpoint's counts
+show truncation after the run (the results are reported, and do not measure the model).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from amux.eval import context, wire
 from amux.eval.agents import AGENTS, Endpoint, EvalAgent, Homes, find_binary
 from amux.eval.classify import LABELS, classify
 from amux.eval.evidence import Turn, collect
+from amux.eval.progress import progress_for
 from amux.eval.proxy import Proxy
 from amux.eval.report import VERSION, Result, Sample, print_table, totals, write_json
 from amux.eval.scenarios import BY_NAME, SCENARIOS, Scenario
@@ -70,7 +73,8 @@ class LiveOptions:
     out: TextIO | None = None
     """Where the summary goes (standard output when None)."""
     progress: TextIO | None = None
-    """Where progress goes, a line per sample (standard error when None)."""
+    """Where progress goes (standard error when None): a bar when it is a terminal, plain
+    lines otherwise (`amux.eval.progress`)."""
 
 
 class _Session:
@@ -137,10 +141,6 @@ def _stop(process: subprocess.Popen[str]) -> tuple[str, str]:
     return "", ""
 
 
-def _say(options: LiveOptions, message: str) -> None:
-    print(message, file=options.progress or sys.stderr, flush=True)
-
-
 def run_live(options: LiveOptions) -> tuple[int, dict[str, Any]]:
     """Run the evaluation; (exit status, the JSON report)."""
     agent = AGENTS[options.agent]
@@ -181,7 +181,8 @@ def _run(options: LiveOptions, agent: EvalAgent, binary: Path, key: str | None,
     problem = context.unreachable(options.base_url)
     if problem:
         raise HarnessError(problem)
-    _say(options, f"amux eval live: measuring the first request {agent.name} sends ...")
+    print(f"amux eval live: measuring the first request {agent.name} sends ...",
+          file=options.progress or sys.stderr, flush=True)
     size = _capture(agent, binary, hub, runs / "capture", options)
     window = context.probe(options.base_url, options.model, key)
     refused = context.refusal(agent.name, options.model, size, window)
@@ -207,12 +208,15 @@ def _run(options: LiveOptions, agent: EvalAgent, binary: Path, key: str | None,
     results: list[Result] = []
     counts: list[tuple[int, int | None]] = []
     firsts: list[int] = []
-    with Proxy(options.base_url) as proxy:
+    # The bar lives only while samples run: nothing else is printed meanwhile.
+    with Proxy(options.base_url) as proxy, progress_for(
+            options.progress or sys.stderr, len(selected) * options.samples) as progress:
         endpoint = Endpoint(proxy.base_url(options.base_url), options.model, key, token)
         for scenario in selected:
             result = Result(scenario)
             results.append(result)
             for number in range(1, options.samples + 1):
+                progress.begin(scenario.name, number, options.samples)
                 began = time.monotonic()
                 hub.reset(scenario.seed)
                 homes = Homes(runs / f"{scenario.name}-{number}")
@@ -228,11 +232,8 @@ def _run(options: LiveOptions, agent: EvalAgent, binary: Path, key: str | None,
                         firsts.append(turn.prompt_tokens[0])
                 outcome = classify(scenario, turns)
                 result.samples.append(Sample(number, outcome, turns, time.monotonic() - began))
-                _say(options, f"  {scenario.name} {number}/{options.samples}: "
-                     f"{LABELS[outcome.category]}"
-                     + "".join(f"\n      {category}: {evidence}"
-                               for category, items in outcome.flags.items()
-                               for evidence in items))
+                progress.end(scenario.name, number, options.samples,
+                             LABELS[outcome.category], outcome.flags)
     truncated = context.pinned(counts, window)
     report["context"]["reported_prompt_tokens"] = {
         "first_requests": firsts, "min": min(firsts) if firsts else None,

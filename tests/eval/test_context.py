@@ -57,7 +57,8 @@ def test_prompt_counts_pinned_at_the_window_are_flagged(tmp_path: Path) -> None:
             agent="claude", base_url=ollama.url, model=MODEL, samples=1,
             scenarios=("ordinary",), agent_bin=str(npm_bin("claude")), timeout=120, out=out,
             progress=io.StringIO()))
-    assert code == 3, out.getvalue()
+    assert code == 3 and report["exit_code"] == 3, out.getvalue()
+    assert report["totals"]["samples"] == 1  # the run went ahead: the results are reported
     assert report["context"]["window"]["tokens"] == 16384
     assert report["context"]["window"]["source"] == "Ollama Modelfile num_ctx"
     assert report["context"]["refused"] is None  # the prompt fits: the run went ahead
