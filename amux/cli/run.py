@@ -36,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dry-run", action="store_true",
                         help="print the launch plan as JSON and start nothing")
     parser.add_argument("--resume", metavar="ID", help="resume an amux session (its frozen "
-                        "binding, protocol and suppression are reused byte for byte)")
+                        "binding, protocol and suppression are reused byte for byte); `last`: "
+                        "the newest session started in this directory")
     parser.add_argument("--as-user", metavar="USER",
                         help="run the agent as another Unix user (an isolated run; needs "
                         "root and a Hub with listeners.shared_socket): its own UID, groups "

@@ -212,9 +212,13 @@ def _discover(home: Path, request: RunRequest, adapter: Adapter,
         return None, [str(reason)]
 
 
+LAST = "last"
+"""`amux run --resume last`: the newest session started in this directory."""
+
+
 def _resumed(home: Path, request: RunRequest) -> tuple[state.SessionState, Adapter]:
     assert request.resume is not None
-    frozen = state.load(home, request.resume)
+    frozen = _last(home) if request.resume == LAST else state.load(home, request.resume)
     if not frozen.resumable:
         raise ClientError("invalid_argument", f"session {frozen.id} cannot be resumed: "
                           f"it was {frozen.not_resumable_reason}; start a new session "
@@ -244,6 +248,16 @@ def _frozen_endpoint(session: state.SessionState) -> EndpointRequest | None:
     return EndpointRequest(str(frozen["url"]), str(frozen["model"]),
                            "anthropic" if api == "anthropic" else "openai" if api else None,
                            frozen.get("key_env"))
+
+
+def _last(home: Path) -> state.SessionState:
+    here = os.getcwd()
+    started = [session for session in state.listing(home) if session.cwd == here]
+    if not started:
+        raise ClientError("invalid_argument", f"no amux session was started in {here}; "
+                          "`amux sessions list` shows them all, and `amux run --resume ID` "
+                          "resumes one")
+    return max(started, key=lambda session: session.created_at)  # ids tie within a second
 
 
 def prepare(home: Path, request: RunRequest, client: Path) -> Launch:

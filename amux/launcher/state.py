@@ -108,4 +108,4 @@ def listing(home: Path) -> list[SessionState]:
             found.append(load(home, name))
         except ClientError:
             continue
-    return found
+    return sorted(found, key=lambda session: session.created_at)  # ids tie within a second

@@ -78,7 +78,7 @@ class Launcher:
             script.write_text(FAKE_AGENT.format(python=sys.executable))
             script.chmod(0o755)
 
-    def run(self, *args: str, env: dict[str, str] | None = None,
+    def run(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
             ) -> subprocess.CompletedProcess[str]:
         environment = {k: v for k, v in os.environ.items()
                        if k not in ("AMUX_MEMORY_CONFIG", "AMUX_HUB", "AMUX_TOKEN")}
@@ -88,7 +88,7 @@ class Launcher:
                             **(env or {})})
         return subprocess.run([sys.executable, "-m", "amux", "run", *args],
                               capture_output=True, text=True, env=environment, timeout=120,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, cwd=cwd)
 
     def records(self) -> list[dict[str, Any]]:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
@@ -442,3 +442,22 @@ def test_instructions_given_again_on_resume_are_ignored_with_one_warning(
     first, _second, third = launcher.records()
     prompt = [a for a in first["argv"] if a.startswith("--append-system-prompt=")]
     assert prompt == [a for a in third["argv"] if a.startswith("--append-system-prompt=")]
+
+
+def test_resume_last_is_the_newest_session_started_in_this_directory(
+        hub: HubProcess, launcher: Launcher, tmp_path: Path) -> None:
+    enable(hub)
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    nowhere = launcher.run("--resume", "last", cwd=here)
+    assert nowhere.returncode == 2 and f"no amux session was started in {here}" in nowhere.stderr
+    for cwd in (here, here, there):
+        assert launcher.run("claude", "--", "-p", "one", cwd=cwd).returncode == 0
+    states = [json.loads((path / "state.json").read_text()) for path in launcher.sessions()]
+    newest_here = max((st for st in states if st["cwd"] == str(here)),
+                      key=lambda st: st["created_at"])["id"]
+    resumed = launcher.run("--resume", "last", "--", "-p", "two", cwd=here)
+    assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr.splitlines()[-1].endswith(f"amux run --resume {newest_here}")
+    assert launcher.records()[-1]["argv"][:2] == ["--resume", launcher.records()[1]["argv"][1]]
