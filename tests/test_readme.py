@@ -10,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.mockmodel import MockModel, Text, mcp
 from tests.peers import npm_bin
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,3 +72,60 @@ def test_benchmark_command_runs(tmp_path: Path) -> None:
     assert data["machine"]["rg"].startswith("ripgrep"), "rg (the floor) must be installed"
     assert data["corpus"]["documents"] == 1024
     assert {"hub", "mcp", "launch"} <= data.keys()
+
+
+EXIT = re.compile(r"\(exit (\d+)\)")
+SETUP = ("main-command", "test-command")
+
+
+def shell_examples() -> list[str]:
+    """Every line of every `sh` block of the README but the two set-up commands (tested
+    above and by CI), in order."""
+    readme = (ROOT / "README.md").read_text()
+    lines: list[str] = []
+    for found in re.finditer(r"(<!-- ([\w-]+) -->\s*)?```sh\n(.+?)\n```", readme, re.S):
+        if found.group(2) not in SETUP:
+            lines += [line for line in found.group(3).splitlines()
+                      if line.strip() and not line.lstrip().startswith("#")]
+    return lines
+
+
+def test_every_shell_example_runs_as_written(tmp_path: Path) -> None:
+    """The README's examples, line by line in one shell as a user types them after the main
+    command: from the checkout, a fresh home, no AMUX_* variable, the local default Hub.
+    Only the model is scripted: the user's own Claude login is a key for it, and it stands in
+    for the local Ollama the `--endpoint` example names (127.0.0.1:11434). Each line exits
+    0, or the status its comment states ("(exit 7)")."""
+    lines = shell_examples()
+    assert any("--endpoint http://127.0.0.1:11434/v1" in line for line in lines)
+    for agent in ("claude", "codex", "pi"):
+        npm_bin(agent)
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("AMUX_", "XDG_", "ANTHROPIC_", "OPENAI_", "CODEX_",
+                                  "CLAUDE_", "PI_"))}
+    env.update({"HOME": str(home), "ANTHROPIC_BASE_URL": "http://127.0.0.1:11434",
+                "ANTHROPIC_API_KEY": "sk-the-users-own"})
+    statuses = tmp_path / "statuses"
+    script = "".join(f"{line}\necho \"$?\" >> {statuses}\n" for line in lines)
+    search = mcp("memory_search", {"query": "build"})
+    story = [[search, Text("You use pytest.")], [Text("Tests run with pytest.")],
+             [search, Text("You use pytest.")]]
+    try:
+        with MockModel(*story, port=11434) as model:
+            done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, timeout=600,
+                                  capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except OSError as error:  # someone's real Ollama
+        pytest.fail(f"127.0.0.1:11434 is taken ({error}): stop the server there to run this")
+    finally:
+        subprocess.run(["bash", "-c", f"{lines[0]}\namux hub stop"], cwd=ROOT, env=env,
+                       capture_output=True, timeout=60)
+    got = [int(value) for value in statuses.read_text().split()]
+    expected = [int(m.group(1)) if (m := EXIT.search(line)) else 0 for line in lines]
+    report = "\n".join(f"{g} (expected {e}): {line}" for line, g, e in
+                       zip(lines, got, expected, strict=True) if g != e)
+    assert got == expected, f"{report}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert "You use pytest." in done.stdout and "Tests run with pytest." in done.stdout
+    assert [r.conversation for r in model.main() if r.reply is not None][:1] == [0]
+    assert all(r.body.get("model") == "qwen3" for r in model.main() if r.api == "responses")

@@ -1,4 +1,4 @@
-"""A threaded HTTP server on 127.0.0.1 with a random port, run in the background.
+"""A threaded HTTP server on 127.0.0.1 (a random port by default), run in the background.
 
 The evaluation's recording proxy and the tests' scripted model are both one of
 these: start/stop, the context-manager protocol and reading a request body
@@ -37,8 +37,9 @@ class QuietHandler(BaseHTTPRequestHandler):
 
 
 class LoopbackServer:
-    def __init__(self, handler: type[BaseHTTPRequestHandler]) -> None:
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    def __init__(self, handler: type[BaseHTTPRequestHandler], port: int = 0) -> None:
+        """On `port` of 127.0.0.1 (0: one the system picks)."""
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self._server.daemon_threads = True
         self._thread: threading.Thread | None = None
 

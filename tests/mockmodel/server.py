@@ -124,14 +124,14 @@ class MockModel(LoopbackServer):
     """The server; a context manager. `scripts` is the queue of conversations (see module doc)."""
 
     def __init__(self, *scripts: Sequence[Step],
-                 is_side: Callable[[Recorded], bool] = default_is_side) -> None:
+                 is_side: Callable[[Recorded], bool] = default_is_side, port: int = 0) -> None:
         self.is_side = is_side
         self._lock = threading.Condition()
         self._queue: deque[Script] = deque(list(script) for script in scripts)
         self._conversations: list[Script] = []
         self._issued: dict[str, tuple[int, int]] = {}
         self._requests: list[Recorded] = []
-        super().__init__(_handler_for(self))
+        super().__init__(_handler_for(self), port)
 
     @property
     def base_url(self) -> str:
