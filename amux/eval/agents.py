@@ -1,18 +1,16 @@
-"""How each real agent CLI is pointed at the endpoint for one evaluated session.
+"""How each real agent CLI runs one evaluated session.
 
-One class per agent, registered in `AGENTS`. Each writes its own configuration into a
-temporary agent home under the run's root (never the user's), returns the environment
-that points the agent at the endpoint (the recording proxy in front of the user's base
-URL), the arguments of one non-interactive turn (after `amux run AGENT --`), and reads
-the agent's final answer back.
+The endpoint is the launcher's: every turn is `amux run --endpoint URL --model NAME
+AGENT -- …` (`launch_options`), so the adapter points the agent at the endpoint (the
+recording proxy in front of the user's base URL) exactly as it does for `amux run`.
+What is left here, one class per agent in `AGENTS`: the temporary agent home under the
+run's root (never the user's), the arguments of one non-interactive turn, and reading the
+agent's final answer back.
 
-- Claude Code: `ANTHROPIC_BASE_URL`, the user's `ANTHROPIC_API_KEY`/`ANTHROPIC_AUTH_TOKEN`
-  when set; `claude -p … --output-format json --permission-mode acceptEdits` (file edits
-  in the work directory are allowed, as a user approving them would).
-- Codex: a custom provider in `$CODEX_HOME/config.toml` (`wire_api = "responses"`,
-  `base_url`, `env_key`); `codex exec -s workspace-write -o FILE …`.
-- Pi: a provider in `$PI_CODING_AGENT_DIR/models.json` (`api = "openai-completions"`);
-  `pi -p --model amux-eval/NAME …`.
+- Claude Code: `claude -p … --output-format json --permission-mode acceptEdits` (file
+  edits in the work directory are allowed, as a user approving them would).
+- Codex: `codex exec -s workspace-write -o FILE …`.
+- Pi: `pi -p …`.
 """
 
 from __future__ import annotations
@@ -26,10 +24,8 @@ from typing import ClassVar, Protocol
 
 from amux.eval.wire import WireName
 
-PROVIDER = "amux-eval"
 KEY_VARIABLE = "AMUX_EVAL_API_KEY"
-NO_KEY = "amux-eval-no-key"
-"""The key an agent gets when the user has none (local endpoints ignore it)."""
+"""Where the agent's environment holds the user's key for the endpoint, if any."""
 
 
 @dataclass(frozen=True)
@@ -41,6 +37,16 @@ class Endpoint:
     """The user's key for the endpoint, if any; passed to the agent, never written down."""
     auth_token: str | None = None
     """Claude only: the user's ANTHROPIC_AUTH_TOKEN (a bearer token instead of a key)."""
+
+    def launch_options(self) -> tuple[list[str], dict[str, str]]:
+        """`amux run`'s options for this endpoint, and the environment holding its key."""
+        options = ["--endpoint", self.base_url, "--model", self.model]
+        if self.api_key:
+            return [*options, "--endpoint-key-env", KEY_VARIABLE], {KEY_VARIABLE: self.api_key}
+        if self.auth_token:
+            return ([*options, "--endpoint-key-env", "ANTHROPIC_AUTH_TOKEN"],
+                    {"ANTHROPIC_AUTH_TOKEN": self.auth_token})
+        return options, {}
 
 
 @dataclass(frozen=True)
@@ -72,11 +78,11 @@ class EvalAgent(Protocol):
     key_variable: ClassVar[str]
     """The user's variable holding the endpoint key, by default."""
 
-    def configure(self, homes: Homes, endpoint: Endpoint) -> dict[str, str]:
-        """Write the agent's own config under `homes.home`; the environment to add."""
+    def configure(self, homes: Homes) -> dict[str, str]:
+        """The environment that keeps the agent in `homes.home` (its config directory)."""
         ...
 
-    def turn(self, homes: Homes, endpoint: Endpoint, prompt: str) -> list[str]:
+    def turn(self, homes: Homes, prompt: str) -> list[str]:
         """The agent's arguments for one non-interactive turn (after `amux run AGENT --`)."""
         ...
 
@@ -90,27 +96,15 @@ class Claude:
     wire: ClassVar[WireName] = "anthropic"
     key_variable: ClassVar[str] = "ANTHROPIC_API_KEY"
 
-    def configure(self, homes: Homes, endpoint: Endpoint) -> dict[str, str]:
-        env = {"CLAUDE_CONFIG_DIR": str(homes.home / ".claude"),
-               "CLAUDE_CODE_TMPDIR": str(homes.scratch),
-               "ANTHROPIC_BASE_URL": endpoint.base_url,
-               "ANTHROPIC_API_KEY": endpoint.api_key or NO_KEY,
-               "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-               "CLAUDE_CODE_MAX_RETRIES": "2"}
-        # Every model Claude Code picks on its own (titles, sub-agents, aliases) is the one
-        # under evaluation: the endpoint may serve no other.
-        for variable in ("ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-                         "ANTHROPIC_DEFAULT_SONNET_MODEL", "ANTHROPIC_DEFAULT_OPUS_MODEL",
-                         "CLAUDE_CODE_SUBAGENT_MODEL"):
-            env[variable] = endpoint.model
-        if endpoint.auth_token:
-            env["ANTHROPIC_AUTH_TOKEN"] = endpoint.auth_token
+    def configure(self, homes: Homes) -> dict[str, str]:
         (homes.home / ".claude").mkdir(parents=True, exist_ok=True)
-        return env
+        return {"CLAUDE_CONFIG_DIR": str(homes.home / ".claude"),
+                "CLAUDE_CODE_TMPDIR": str(homes.scratch),
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                "CLAUDE_CODE_MAX_RETRIES": "2"}
 
-    def turn(self, homes: Homes, endpoint: Endpoint, prompt: str) -> list[str]:
-        return ["-p", prompt, "--model", endpoint.model, "--output-format", "json",
-                "--permission-mode", "acceptEdits"]
+    def turn(self, homes: Homes, prompt: str) -> list[str]:
+        return ["-p", prompt, "--output-format", "json", "--permission-mode", "acceptEdits"]
 
     def answer(self, homes: Homes, stdout: str) -> str:
         for line in reversed(stdout.strip().splitlines()):
@@ -128,22 +122,12 @@ class Codex:
     wire: ClassVar[WireName] = "responses"
     key_variable: ClassVar[str] = "OPENAI_API_KEY"
 
-    def configure(self, homes: Homes, endpoint: Endpoint) -> dict[str, str]:
+    def configure(self, homes: Homes) -> dict[str, str]:
         codex_home = homes.home / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
-        (codex_home / "config.toml").write_text(
-            f"model = {json.dumps(endpoint.model)}\n"
-            f'model_provider = "{PROVIDER}"\n\n'
-            f"[model_providers.{PROVIDER}]\n"
-            'name = "amux eval"\n'
-            f"base_url = {json.dumps(endpoint.base_url)}\n"
-            'wire_api = "responses"\n'
-            f'env_key = "{KEY_VARIABLE}"\n'
-            "request_max_retries = 2\n"
-            "stream_max_retries = 2\n")
-        return {"CODEX_HOME": str(codex_home), KEY_VARIABLE: endpoint.api_key or NO_KEY}
+        return {"CODEX_HOME": str(codex_home)}
 
-    def turn(self, homes: Homes, endpoint: Endpoint, prompt: str) -> list[str]:
+    def turn(self, homes: Homes, prompt: str) -> list[str]:
         last = self._last_message(homes)
         last.unlink(missing_ok=True)
         return ["exec", "--skip-git-repo-check", "-s", "workspace-write", "-o", str(last),
@@ -165,18 +149,13 @@ class Pi:
     wire: ClassVar[WireName] = "chat"
     key_variable: ClassVar[str] = "OPENAI_API_KEY"
 
-    def configure(self, homes: Homes, endpoint: Endpoint) -> dict[str, str]:
+    def configure(self, homes: Homes) -> dict[str, str]:
         agent_dir = homes.home / ".pi" / "agent"
         agent_dir.mkdir(parents=True, exist_ok=True)
-        # `apiKey` names a variable: Pi reads the key from the environment, not this file.
-        (agent_dir / "models.json").write_text(json.dumps({"providers": {PROVIDER: {
-            "baseUrl": endpoint.base_url, "api": "openai-completions",
-            "apiKey": KEY_VARIABLE, "models": [{"id": endpoint.model}]}}}, indent=1))
-        return {"PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1",
-                KEY_VARIABLE: endpoint.api_key or NO_KEY}
+        return {"PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1"}
 
-    def turn(self, homes: Homes, endpoint: Endpoint, prompt: str) -> list[str]:
-        return ["-p", "--model", f"{PROVIDER}/{endpoint.model}", prompt]
+    def turn(self, homes: Homes, prompt: str) -> list[str]:
+        return ["-p", prompt]
 
     def answer(self, homes: Homes, stdout: str) -> str:
         return stdout.strip()

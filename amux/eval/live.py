@@ -93,7 +93,9 @@ class _Session:
         env.update({"HOME": str(self.homes.home), "TMPDIR": str(self.homes.scratch),
                     "TERM": "dumb", "NO_COLOR": "1", "AMUX_HOME": str(self.hub.home),
                     "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
-        env.update(self.agent.configure(self.homes, self.endpoint))
+        env.update(self.agent.configure(self.homes))
+        self.options, key = self.endpoint.launch_options()
+        env.update(key)
         return env
 
     def turn(self, index: int, prompt: str, proxy: Proxy, tag: str,
@@ -102,8 +104,8 @@ class _Session:
         files_before = snapshot(self.homes.root)
         turn.store_before = self.hub.documents()
         proxy.tag = tag
-        argv = [sys.executable, "-m", "amux", "run", str(self.binary), "--",
-                *self.agent.turn(self.homes, self.endpoint, prompt)]
+        argv = [sys.executable, "-m", "amux", "run", *self.options, str(self.binary), "--",
+                *self.agent.turn(self.homes, prompt)]
         started = time.monotonic()
         process = subprocess.Popen(argv, cwd=self.homes.work, env=self.env,
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
