@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -35,12 +36,23 @@ def doctor_main(argv: list[str]) -> int:
         args = parser.parse_args(argv)
     except ClientError as error:
         return report("amux doctor", error)
-    result = diagnose(os.environ)
+    result = _with_status(lambda: diagnose(os.environ))
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         _print(result)
     return 0 if result["ok"] else 1
+
+
+def _with_status(work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`work()`, under a spinner on stderr when it is a terminal: the checks take a few
+    seconds (each agent is started to ask its help)."""
+    if not sys.stderr.isatty():
+        return work()
+    from rich.console import Console
+
+    with Console(stderr=True).status("checking the Hub, your scope and the agents…"):
+        return work()
 
 
 def diagnose(env: Mapping[str, str]) -> dict[str, Any]:

@@ -88,3 +88,28 @@ def test_an_agent_missing_from_path_needs_attention(memory_hub: HubProcess,
 def test_a_usage_error_exits_2(tmp_path: Path) -> None:
     status, out = doctor(tmp_path, "--bogus")
     assert status == 2 and json.loads(out)["error"]["code"] == "invalid_argument"
+
+
+def test_a_terminal_sees_that_it_is_working_and_a_pipe_sees_nothing(tmp_path: Path) -> None:
+    """The checks take seconds: on a terminal a spinner on stderr says what runs; piped,
+    stderr stays empty."""
+    import pty
+    import select
+
+    controller, terminal = pty.openpty()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AMUX_")}
+    env.update(AMUX_HOME=str(tmp_path / "home"), TERM="xterm")
+    try:
+        child = subprocess.Popen([sys.executable, "-c", DOCTOR], stdout=subprocess.PIPE,
+                                 stderr=terminal, stdin=subprocess.DEVNULL, env=env, text=True)
+        shown = b""
+        while b"checking the Hub" not in shown and select.select([controller], [], [], 30)[0]:
+            shown += os.read(controller, 4096)
+        child.communicate(timeout=60)
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert b"checking the Hub, your scope and the agents" in shown
+    piped = subprocess.run([sys.executable, "-c", DOCTOR], capture_output=True, text=True,
+                           env=env, timeout=60)
+    assert piped.stderr == ""
