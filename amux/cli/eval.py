@@ -19,8 +19,9 @@ _EPILOG = (
     "Codex and Pi (e.g. http://localhost:11434/v1). Progress goes to standard error (a "
     "bar on a terminal, a line per sample otherwise), the summary to standard output. "
     "Exit status: 0 the evaluation ran and its results stand, whatever the pass rates; "
-    "1 it could not run (agent not found, nothing answers at the endpoint, the agent "
-    "sent no request, the evaluation's Hub failed); 2 usage; 3 the endpoint's context "
+    "1 it could not run (agent not found, the --json FILE cannot be written, nothing "
+    "answers at the endpoint, the agent sent no request, the evaluation's Hub failed); "
+    "2 usage; 3 the endpoint's context "
     "window does not hold the agent's prompt: refused before any sample ran, or the run "
     "finished but the endpoint's prompt counts show the prompt was truncated, so the "
     "results (still printed and written) do not measure the model. See docs/eval.md.")

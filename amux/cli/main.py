@@ -36,7 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     return last_resort(lambda: _dispatch(args))
 
 
+PRETTY_GROUPS = ("memory", "sessions")
+"""The command groups with `--pretty`, which is also accepted before the group's name."""
+
+
 def _dispatch(args: list[str]) -> int:
+    if args[:1] == ["--pretty"] and args[1:2] and args[1] in PRETTY_GROUPS:
+        args = [args[1], "--pretty", *args[2:]]
     if args[:1] == ["memory"]:
         from amux.cli.pretty import render
         from amux.client.cli import main as memory

@@ -16,9 +16,10 @@
 
 Exit status (as `amux eval live --help` says): 0 the evaluation ran and its results
 stand (whatever the pass rates), 1 it could not run (`HarnessError`: agent missing,
-nothing answering at the endpoint, no request from the agent, no Hub), 3 the context
-window does not hold the prompt: refused before any sample, or the endpoint's counts
-show truncation after the run (the results are reported, and do not measure the model).
+an unwritable `--json FILE`, nothing answering at the endpoint, no request from the
+agent, no Hub), 3 the context window does not hold the prompt: refused before any
+sample, or the endpoint's counts show truncation after the run (the results are
+reported, and do not measure the model).
 """
 
 from __future__ import annotations
@@ -143,10 +144,23 @@ def _stop(process: subprocess.Popen[str]) -> tuple[str, str]:
     return "", ""
 
 
+def _writable(path: Path) -> None:
+    """Refuse before minutes of work a `--json FILE` that could not be written at the end
+    (the file itself is written only then, and is left untouched here)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise HarnessError(f"--json {path}: cannot create its directory: {error}") from None
+    if path.is_dir() or not os.access(path if path.exists() else path.parent, os.W_OK):
+        raise HarnessError(f"--json {path}: not a file this user can write")
+
+
 def run_live(options: LiveOptions) -> tuple[int, dict[str, Any]]:
     """Run the evaluation; (exit status, the JSON report)."""
     agent = AGENTS[options.agent]
     selected = [BY_NAME[name] for name in options.scenarios] or list(SCENARIOS)
+    if options.json_path is not None:
+        _writable(options.json_path)
     started = time.monotonic()
     report: dict[str, Any] = {
         "version": VERSION, "agent": agent.name, "base_url": options.base_url,

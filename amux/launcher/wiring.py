@@ -130,7 +130,8 @@ def _shared_socket(status: Mapping[str, Any]) -> str:
 def _reason(error: ClientError) -> str:
     if error.code == "memory_disabled":
         return ("memory is off on the Hub (memory.enabled = false): this session runs "
-                "without amux memory, with the agent's own memory policy")
+                "without amux memory, with the agent's own memory policy; the Hub's owner "
+                "turns it on with `amux system config set memory.enabled true`")
     return f"amux memory is not available ({error.code}: {error.message}); this session " \
            "runs without it"
 

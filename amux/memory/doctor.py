@@ -33,7 +33,7 @@ from typing import Any
 
 from amux.client.wire import encoded_size
 from amux.memory import markdown, similarity
-from amux.memory.documents import Collected, Document, collect
+from amux.memory.documents import Collected, Document
 from amux.memory.frontmatter import front_matter
 from amux.memory.limits import (
     ENTRY_MAX_BYTES,
@@ -50,8 +50,6 @@ from amux.memory.limits import (
 )
 from amux.memory.lines import line_count
 from amux.memory.read import rfc3339
-
-__all__ = ["collect", "diagnose"]
 
 # -- thresholds (docs/store.md explains each) -------------------------------------
 

@@ -21,7 +21,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
-from amux.memory import doctor, durable, fs, quota, read, rootlock, secretguard
+from amux.memory import doctor, documents, durable, fs, quota, read, rootlock, secretguard
 from amux.memory.cache import SearchCache
 from amux.memory.errors import InvalidArgument, InvalidPath, NotUtf8, RevisionConflict
 from amux.memory.limits import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, SCAN_MAX_DIR_ENTRIES
@@ -165,7 +165,7 @@ class Store:
     def doctor(self, scope: Scope) -> dict[str, Any]:
         """Read-only health report of the scope (`amux memory doctor`; `amux.memory.doctor`)."""
         with self._scope_dir(scope, create=False) as scope_fd:
-            collected = doctor.collect(scope_fd)
+            collected = documents.collect(scope_fd)
         return doctor.diagnose(collected, scope.binding, self.wall_clock())
 
     def usage(self, scope: Scope) -> ScopeUsage:

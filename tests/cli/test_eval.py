@@ -66,3 +66,16 @@ def test_2_usage(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert eval_main(argv) == 2
     assert "usage: amux eval" in capsys.readouterr().err
 
+
+
+def test_1_a_json_file_that_cannot_be_written_is_refused_before_the_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Refused at once, not after minutes of sessions whose results it would lose."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("kept\n")
+    for target in (blocker / "report.json", tmp_path):
+        code = eval_main(["live", "--agent", "pi", "--base-url", "http://127.0.0.1:9/v1",
+                          "--model", MODEL, "--json", str(target)])
+        assert code == 1
+        assert capsys.readouterr().err.startswith(f"amux eval: --json {target}: ")
+    assert blocker.read_text() == "kept\n"

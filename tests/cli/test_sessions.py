@@ -38,7 +38,8 @@ def test_sessions_pretty_is_a_table_before_or_after_the_command(tmp_path: Path) 
     with_memory = saved(home, 1_800_000_000.0, BINDING, True)
     without = saved(home, 1_800_000_060.0, None, False)
     wide = {"COLUMNS": "160"}
-    for args in (("sessions", "list", "--pretty"), ("sessions", "--pretty", "list")):
+    for args in (("sessions", "list", "--pretty"), ("sessions", "--pretty", "list"),
+                 ("--pretty", "sessions", "list")):
         done = console(home, *args, env=wide)
         assert done.returncode == 0, done.stderr
         header, _rule, *rows = [line.split() for line in done.stdout.splitlines()

@@ -109,6 +109,8 @@ def test_pretty_is_accepted_after_the_command(memory_hub: HubProcess) -> None:
         assert "p/a.md" in done.stdout and "1 files scanned" in done.stdout
     done = console(home, "memory", "show", "p/a.md", "--pretty")
     assert done.returncode == 0 and "lines 1-2 of 2" in done.stdout
+    before = console(home, "--pretty", "memory", "show", "p/a.md")  # before the group too
+    assert before.returncode == 0 and before.stdout == done.stdout
     literal = console(home, "memory", "search", "pytest", "--", "--pretty")
     assert json.loads(literal.stdout)["results"][0]["matched_terms"] == ["pytest"]
     refused = console(home, "memory", "search", "x", "--prefix", "--pretty")
