@@ -116,11 +116,14 @@ def test_every_shell_example_runs_as_written(tmp_path: Path) -> None:
         with MockModel(*story, port=11434) as model:
             done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, timeout=600,
                                   capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        health = subprocess.run(["bash", "-c", f"{lines[0]}\namux memory doctor --json"],
+                                cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     except OSError as error:  # someone's real Ollama
         pytest.fail(f"127.0.0.1:11434 is taken ({error}): stop the server there to run this")
     finally:
         subprocess.run(["bash", "-c", f"{lines[0]}\namux hub stop"], cwd=ROOT, env=env,
                        capture_output=True, timeout=60)
+    assert json.loads(health.stdout)["findings"] == []  # the examples model the conventions
     got = [int(value) for value in statuses.read_text().split()]
     expected = [int(m.group(1)) if (m := EXIT.search(line)) else 0 for line in lines]
     report = "\n".join(f"{g} (expected {e}): {line}" for line, g, e in
