@@ -235,15 +235,20 @@ def test_read_budget_makes_it_incomplete(tmp_path: Path, monkeypatch: pytest.Mon
     assert found(result) == {("missing_description", "a.md")}  # b.md counted, not read
 
 
-def test_mutually_similar_scope_stops_at_the_work_budget(tmp_path: Path) -> None:
-    """1,024 documents that all overlap: the comparison stops at its budget, in bounded time."""
+def overlapping(count: int) -> dict[str, str | bytes]:
+    """MEMORY.md and `count` topic documents that all share sentences with each other."""
     sentences = [f"sentence {i} about topic {i % 37} with detail {i * 7 % 101}."
                  for i in range(500)]
     files: dict[str, str | bytes] = {"MEMORY.md": "- p\n"}
-    for n in range(1023):
+    for n in range(count):
         body = " ".join(sentences[(n * 13 + k) % 500] for k in range(40))
         files[f"t/{n:04d}.md"] = topic(f"t{n}", body + "\n")
-    write(tmp_path, files)
+    return files
+
+
+def test_mutually_similar_scope_stops_at_the_work_budget(tmp_path: Path) -> None:
+    """1,024 documents that all overlap: the comparison stops at its budget, in bounded time."""
+    write(tmp_path, overlapping(1023))
     started = time.perf_counter()
     result = run(tmp_path)
     assert time.perf_counter() - started < 10
@@ -274,13 +279,7 @@ def test_the_answer_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
     """Issue 13: two processes with different PYTHONHASHSEED give the same report. The
     scope stops the join at its budget, where the order of shingles decides what was
     found (with the salted `hash()` of str this scope gave 182 or 198 findings)."""
-    sentences = [f"sentence {i} about topic {i % 37} with detail {i * 7 % 101}."
-                 for i in range(500)]
-    files: dict[str, str | bytes] = {"MEMORY.md": "- p\n"}
-    for n in range(200):
-        body = " ".join(sentences[(n * 13 + k) % 500] for k in range(40))
-        files[f"t/{n:04d}.md"] = topic(f"t{n}", body + "\n")
-    write(tmp_path, files)
+    write(tmp_path, overlapping(200))
     reports = []
     for seed in ("1", "2"):
         done = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path), str(NOW)],
