@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import NoReturn
 
 from amux import __version__
+
+TYPE_CHECKING = False  # `typing` is not imported at run time: see amux/client/connection.py
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import NoReturn
 
 
 def entry() -> NoReturn:
@@ -49,7 +53,7 @@ def _dispatch(args: list[str]) -> int:
 
         if args[1:2] == ["mcp"]:  # the MCP server never starts a Hub (SPEC §3)
             return memory(args[1:])
-        return _local_hub_error("amux memory", args[1:]) or memory(args[1:], pretty=render)
+        return memory(args[1:], pretty=render, start_hub=_local_hub_starter())
     if args[:1] == ["hub"]:
         from amux.cli.hub import main as hub
 
@@ -183,6 +187,21 @@ def _protocol_show(argv: list[str]) -> int:
 
     return run("amux protocol show", parser.parse_args, argv,
                lambda args: render(args.channel or "mcp").encode("utf-8"))
+
+
+def _local_hub_starter() -> Callable[[], None] | None:
+    """What starts the local Hub when a memory call finds none answering; None when the
+    connection is configured (AMUX_MEMORY_CONFIG, AMUX_HUB): those are never started."""
+    if os.environ.get("AMUX_MEMORY_CONFIG") or os.environ.get("AMUX_HUB"):
+        return None
+
+    def start() -> None:
+        from amux.client.home import amux_home
+        from amux.hub import control
+
+        control.start(amux_home())
+
+    return start
 
 
 def _local_hub_error(prog: str, argv: list[str]) -> int:

@@ -25,9 +25,13 @@ if TYPE_CHECKING:
 
     Render = Callable[[Any], None]
     """Shows a result to a person (`--pretty`); the installed `amux` passes a rich one."""
+    StartHub = Callable[[], None]
+    """Starts the local default Hub (the installed `amux` passes one; the single-file client
+    never starts a Hub, SPEC §3)."""
 
 
-PATH_HELP = "the document's path in your memory, e.g. projects/demo/decisions.md"
+PATH_HELP = ("the document's path in your memory, e.g. "
+             "projects/github.com-org-repo/decisions.md")
 
 COMMANDS: dict[str, Command] = {
     "search": Command(
@@ -126,8 +130,25 @@ def _export(client: HubClient, path: str) -> bytes:
     return whole[0].encode("utf-8")
 
 
-def _run(args: Any) -> Any:
-    with HubClient(find_connection()) as client:
+def _hub(start_hub: StartHub | None) -> HubClient:
+    """A client of the Hub this process uses. With `start_hub`, the local default's Hub is
+    started on demand, only once the request finds nothing answering: a running Hub (the
+    common case) costs no check and no import of the code that starts one."""
+    try:
+        connection = find_connection()
+        client = HubClient(connection)
+        if start_hub is not None and connection.source == "local default":
+            client.connect()
+        return client
+    except ClientError as error:
+        if start_hub is None or error.code != "hub_unreachable":
+            raise
+    start_hub()
+    return HubClient(find_connection())
+
+
+def _run(args: Any, start_hub: StartHub | None = None) -> Any:
+    with _hub(start_hub) as client:
         if args.command == "search":
             body: dict[str, Any] = {"query": " ".join(args.terms)}
             if args.prefix is not None:
@@ -310,18 +331,20 @@ def _silence_stdout() -> None:
         pass
 
 
-def main(argv: list[str] | None = None, pretty: Render = _indented) -> int:
+def main(argv: list[str] | None = None, pretty: Render = _indented,
+         start_hub: StartHub | None = None) -> int:
     """`amux memory …` (and the single-file client's entry), behind `last_resort`."""
     arguments = sys.argv[1:] if argv is None else argv
-    return last_resort(lambda: _memory(arguments, pretty))
+    return last_resort(lambda: _memory(arguments, pretty, start_hub))
 
 
-def _memory(arguments: list[str], pretty: Render) -> int:
+def _memory(arguments: list[str], pretty: Render, start_hub: StartHub | None) -> int:
     if arguments == ["mcp"]:
         from amux.client.mcp import main as serve_mcp
 
         return serve_mcp()
-    return run("amux memory", PARSER.parse, arguments, _run, pretty)
+    return run("amux memory", PARSER.parse, arguments, lambda args: _run(args, start_hub),
+               pretty)
 
 
 if __name__ == "__main__":

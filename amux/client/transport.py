@@ -46,6 +46,11 @@ class HubClient:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def connect(self) -> None:
+        """Connect now rather than at the first call (`hub_unreachable` if nothing answers)."""
+        if self._sock is None:
+            self._sock = self._connect()
+
     def _connect(self) -> _socket.socket:
         """A connected socket. Unix sockets use the C module `_socket` directly: the
         `socket` wrapper imports `selectors` and enums, ~4 ms of every CLI call."""

@@ -52,6 +52,32 @@ def test_memory_commands_start_the_local_hub_on_demand(home: Path) -> None:
     assert amux(home, "hub", "status")[1]["running"] is True
 
 
+def test_a_memory_call_tries_the_hub_first_and_starts_one_only_when_none_answers(
+        home: Path) -> None:
+    """Issue 14: with a Hub answering, a memory call neither checks for one nor imports the
+    code that starts one; with none (never started, or killed: its socket file left
+    behind), the call starts it and is answered."""
+    def imports(*args: str) -> tuple[str, str]:
+        done = subprocess.run([sys.executable, "-X", "importtime", "-m", "amux", *args],
+                              env={**os.environ, "AMUX_HOME": str(home)},
+                              capture_output=True, text=True, timeout=60)
+        return done.stdout, done.stderr
+
+    out, err = imports("memory", "search", "x")  # nothing configured yet: started
+    assert json.loads(out)["error"]["code"] == "memory_disabled"
+    assert "amux.hub.control" in err
+    status = amux(home, "hub", "status")[1]
+    assert status["running"] is True
+    out, err = imports("memory", "search", "x")
+    assert json.loads(out)["error"]["code"] == "memory_disabled"
+    assert "amux.hub.control" not in err
+    os.kill(status["pid"], 9)
+    assert (home / "run" / "hub.sock").exists()  # a dead Hub's socket file
+    out, _ = imports("memory", "search", "x")
+    assert json.loads(out)["error"]["code"] == "memory_disabled"
+    assert amux(home, "hub", "status")[1]["pid"] != status["pid"]
+
+
 def test_an_explicit_hub_is_never_started(home: Path, tmp_path: Path) -> None:
     code, out, _ = amux(home, "memory", "show", "a.md",
                         env={"AMUX_HUB": f"unix:{tmp_path}/none.sock", "AMUX_TOKEN": "t"})
