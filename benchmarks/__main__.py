@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         rg_eight = search_bench.rg_argv(rg, eight, scope_dir, threads=None) if rg else None
         with hub_bench.running_hub(workdir) as (connection, env):
             hub = hub_bench.bench_hub(connection, env, scope_dir, eight.query, rg_eight,
-                                      reps.hub_runs, reps.hub_seconds)
+                                      reps.hub_runs, reps.hub_seconds, home=workdir)
             mark = phase("hub", mark)
             _progress(f"MCP: {reps.mcp_calls} calls per operation, {reps.mcp_starts} starts")
             mcp = mcp_bench.bench_mcp(connection, env, scope_dir, eight.query,

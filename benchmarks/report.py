@@ -12,8 +12,8 @@ from typing import Any
 COLD_TARGET_MS = 35.0
 WARM_TARGET_MS = 10.0
 WRITE_RATIO_TARGET = 1.3
-CLI_RATIO_TARGET = 2.5
-CLI_SEARCH_RATIO_TARGET = 3.0
+CLI_RATIO_TARGET = 2.0
+CLI_SEARCH_RATIO_TARGET = 2.5
 GET_RATE_TARGET = 2000
 UPSERT_RATE_TARGET = 300
 MCP_OVERHEAD_TARGET_MS = 5.0
@@ -238,13 +238,14 @@ def targets_table(report: dict[str, Any], markdown: bool) -> str:
 def _hub_targets(hub: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     show, python = hub["show"]["p50_ms"], hub["python"]["p50_ms"]
-    rows.append({"target": f"CLI cold round trip ≤ {CLI_RATIO_TARGET:g}× `python3 -c pass`",
+    rows.append({"target": f"CLI cold round trip (default path) ≤ {CLI_RATIO_TARGET:g}× "
+                           "`python3 -c pass`",
                  "measured": f"{show / python:.2f}× ({show:.1f} vs {python:.1f} ms)",
                  "met": show / python <= CLI_RATIO_TARGET})
     if "rg" in hub:
         search, rg = hub["search"]["p50_ms"], hub["rg"]["p50_ms"]
-        rows.append({"target": f"whole-process `amux memory search` (8 terms) ≤ "
-                               f"{CLI_SEARCH_RATIO_TARGET:g}× rg",
+        rows.append({"target": f"whole-process `amux memory search` (8 terms, default "
+                               f"path) ≤ {CLI_SEARCH_RATIO_TARGET:g}× rg",
                      "measured": f"{search / rg:.2f}× ({search:.1f} vs {rg:.1f} ms)",
                      "met": search / rg <= CLI_SEARCH_RATIO_TARGET})
     for key, label, target in (("get_per_s", "Hub `get` of 3 KiB", GET_RATE_TARGET),
@@ -320,8 +321,13 @@ def mcp_table(report: dict[str, Any], markdown: bool) -> str:
 def hub_table(report: dict[str, Any], markdown: bool) -> str:
     hub = report["hub"]
     rows = [[label, _ms(hub[key])] for key, label in (
-        ("show", "`amux memory show` (3 KiB, new process)"), ("python", "`python3 -c pass`"),
-        ("search", "`amux memory search` (8 terms, new process)"), ("rg", "`rg -F -i` (same)"),
+        ("show", "`amux memory show` (3 KiB, new process, default path)"),
+        ("python", "`python3 -c pass`"),
+        ("search", "`amux memory search` (8 terms, new process, default path)"),
+        ("rg", "`rg -F -i` (same)"),
+        ("show_explicit", "`amux memory show` with AMUX_HUB + AMUX_TOKEN"),
+        ("search_explicit", "`amux memory search` with AMUX_HUB + AMUX_TOKEN"),
+        ("show_on_demand", "`amux memory show`, the Hub started on demand (fresh home)"),
     ) if key in hub]
     rows.append([f"Hub `get` 3 KiB, {hub['threads']} connections", f"{hub['get_per_s']:,}/s"])
     rows.append([f"Hub conditional upsert, {hub['threads']} connections",

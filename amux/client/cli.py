@@ -137,7 +137,7 @@ def _hub(start_hub: StartHub | None) -> HubClient:
     try:
         connection = find_connection()
         client = HubClient(connection)
-        if start_hub is not None and connection.source == "local default":
+        if start_hub is not None and connection.is_local_default:
             client.connect()
         return client
     except ClientError as error:
