@@ -50,6 +50,11 @@ class RecentRevisions:
             return known[1]
         return revision_of(data)
 
+    def last(self, key: tuple[str, str]) -> tuple[bytes, str] | None:
+        """The bytes this store last wrote to `key` and their revision, if still held."""
+        with self._lock:
+            return self._entries.get(key)
+
     def remember(self, key: tuple[str, str], data: bytes | None, revision: str = ABSENT) -> None:
         """Record what `key` now holds (None: deleted)."""
         with self._lock:

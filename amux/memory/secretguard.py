@@ -552,6 +552,55 @@ def scan(content: str | bytes) -> list[Finding]:
     return findings
 
 
+MULTI_LINE_MARKERS = (b"PRIVATE KEY", b"-----BEGIN")
+"""What only a private key block spans lines with; every other rule matches within one
+line (names, operators and values exclude line breaks), which `scan_change` relies on."""
+
+
+def changed_lines(old: bytes, new: bytes) -> tuple[int, int] | None:
+    """The byte span of `new` an incremental scan reads: every line that differs from
+    `old`, with one line of context on each side; None when all of `new` must be read
+    (it holds a multi-line marker)."""
+    if any(marker in new for marker in MULTI_LINE_MARKERS):
+        return None
+    limit = min(len(old), len(new))
+    prefix = _common(limit, lambda k: old[:k] == new[:k])
+    suffix = _common(limit - prefix,
+                     lambda k: k == 0 or old[len(old) - k:] == new[len(new) - k:])
+    start = new.rfind(b"\n", 0, max(0, new.rfind(b"\n", 0, prefix))) + 1
+    end = len(new) - suffix
+    for _ in range(2):  # to the end of the changed line, then of the next one
+        found = new.find(b"\n", end)
+        end = len(new) if found < 0 else found + 1
+    return start, end
+
+
+def _common(limit: int, same: Callable[[int], bool]) -> int:
+    """The largest k ≤ limit with same(k), for a `same` true up to some k: a binary
+    search of slice comparisons (memcmp), not a byte loop."""
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if same(middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def scan_change(old: bytes, new: bytes) -> list[Finding]:
+    """`scan(new)` for content `new` replacing `old` that had no finding at all: only the
+    lines that changed are read (a typical edit of a large note costs a small scan),
+    with the findings' lines and offsets those of `new`."""
+    span = changed_lines(old, new)
+    if span is None:
+        return scan(new)
+    start, end = span
+    before = new.count(b"\n", 0, start)
+    return [Finding(found.line + before, found.rule, found.fingerprint, found.start + start,
+                    found.end + start) for found in scan(new[start:end])]
+
+
 class _Taken:
     """Disjoint spans already reported, sorted, for O(log n) overlap checks."""
 
