@@ -74,12 +74,12 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
                     rows.append(derived)
     for label, row in report["writes"].items():
         if isinstance(row, dict):
-            ratio = row["ratio_p50"]
+            ratio, goal = row["ratio_p50"], row.get("target", WRITE_RATIO_TARGET)
             rows.append({
-                "target": f"upsert {label} ≤ {WRITE_RATIO_TARGET:g}× raw durable floor",
+                "target": f"upsert {label} ≤ {goal:g}× raw durable floor",
                 "measured": f"{ratio:.2f}× ({row['upsert']['p50_ms']:.2f} vs "
                             f"{row['durable_floor']['p50_ms']:.2f} ms)",
-                "met": ratio <= WRITE_RATIO_TARGET,
+                "met": ratio <= goal,
             })
             if "guard_us" in row:
                 floor_ms = row["durable_floor"]["p50_ms"]
@@ -87,7 +87,7 @@ def targets(report: dict[str, Any]) -> list[dict[str, Any]]:
                 rows.append({
                     "target": f"… the same without the secret guard's scan (derived: the "
                               f"guard, issue 7, costs {row['guard_us'] / 1000:.2f} ms here)",
-                    "measured": f"{rest:.2f}×", "met": rest <= WRITE_RATIO_TARGET,
+                    "measured": f"{rest:.2f}×", "met": rest <= goal,
                     "derived": True,
                 })
     if recall is not None:
