@@ -552,21 +552,23 @@ def scan(content: str | bytes) -> list[Finding]:
     return findings
 
 
-MULTI_LINE_MARKERS = (b"PRIVATE KEY", b"-----BEGIN")
-"""What only a private key block spans lines with; every other rule matches within one
-line (names, operators and values exclude line breaks), which `scan_change` relies on."""
+MULTI_LINE_MARKER = b"PRIVATE KEY"
+"""In every private key block's header, the one rule that spans lines; every other rule
+matches within one line (names, operators and values exclude line breaks), which
+`scan_change` relies on."""
+_CHUNK = 4096
 
 
 def changed_lines(old: bytes, new: bytes) -> tuple[int, int] | None:
     """The byte span of `new` an incremental scan reads: every line that differs from
     `old`, with one line of context on each side; None when all of `new` must be read
     (it holds a multi-line marker)."""
-    if any(marker in new for marker in MULTI_LINE_MARKERS):
+    if MULTI_LINE_MARKER in new:
         return None
     limit = min(len(old), len(new))
-    prefix = _common(limit, lambda k: old[:k] == new[:k])
-    suffix = _common(limit - prefix,
-                     lambda k: k == 0 or old[len(old) - k:] == new[len(new) - k:])
+    prefix = _common(limit, lambda i, j: old[i:j] == new[i:j])
+    suffix = _common(limit - prefix, lambda i, j: old[len(old) - j:len(old) - i]
+                     == new[len(new) - j:len(new) - i])
     start = new.rfind(b"\n", 0, max(0, new.rfind(b"\n", 0, prefix))) + 1
     end = len(new) - suffix
     for _ in range(2):  # to the end of the changed line, then of the next one
@@ -575,13 +577,18 @@ def changed_lines(old: bytes, new: bytes) -> tuple[int, int] | None:
     return start, end
 
 
-def _common(limit: int, same: Callable[[int], bool]) -> int:
-    """The largest k ≤ limit with same(k), for a `same` true up to some k: a binary
-    search of slice comparisons (memcmp), not a byte loop."""
-    low, high = 0, limit
+def _common(limit: int, same: Callable[[int, int], bool]) -> int:
+    """The length of the common run (at most `limit`), where `same(i, j)` says whether
+    the two texts agree on positions i..j: whole chunks first, then a binary search in
+    the first that differs; slice comparisons (memcmp) copying little, never a byte
+    loop."""
+    low = 0
+    while low + _CHUNK <= limit and same(low, low + _CHUNK):
+        low += _CHUNK
+    high = min(limit, low + _CHUNK)
     while low < high:
         middle = (low + high + 1) // 2
-        if same(middle):
+        if same(low, middle):
             low = middle
         else:
             high = middle - 1
@@ -596,9 +603,10 @@ def scan_change(old: bytes, new: bytes) -> list[Finding]:
     if span is None:
         return scan(new)
     start, end = span
-    before = new.count(b"\n", 0, start)
+    findings = scan(new[start:end])
+    before = new.count(b"\n", 0, start) if findings else 0
     return [Finding(found.line + before, found.rule, found.fingerprint, found.start + start,
-                    found.end + start) for found in scan(new[start:end])]
+                    found.end + start) for found in findings]
 
 
 class _Taken:
