@@ -422,9 +422,12 @@ def markdown(report: dict[str, Any]) -> str:
         hub_table(report, True),
         "",
         "A real Hub process serves the corpus; CLI rows are whole processes through the "
-        "installed `amux` (AMUX_HUB + AMUX_TOKEN, so no on-demand start check), interleaved "
-        "with their floors; rates come from 8 keep-alive connections driven by one asyncio "
-        "load-generator process replaying pre-built requests.",
+        "installed `amux`, interleaved with their floors: the default path (the local "
+        "default connection of `AMUX_HOME`, no `AMUX_*` variable, as the README runs it; the "
+        "request is tried first, the Hub started only when nothing answers), the same with "
+        "`AMUX_HUB` + `AMUX_TOKEN`, and `show` in a fresh home whose Hub it starts on demand "
+        "(stopped after each); rates come from 8 keep-alive connections driven by one "
+        "asyncio load-generator process replaying pre-built requests.",
         "",
         "### MCP",
         "",
