@@ -3,13 +3,15 @@
 A step is `Text("…")` (a plain answer: the agent ends its turn) or `ToolCall(name, arguments)`
 (the agent runs the tool and sends the result back in its next request, which gets the next
 step). `ToolCall.server` names the MCP server a tool comes from; each wire API spells it its own
-way (`mcp__amux__memory_search` for Claude, `namespace: "mcp__amux"` for Codex); leave it None
-for the agent's own tools (Pi's `bash`, Claude's `Bash`).
+way (`mcp__amux__memory_search` for Claude, `namespace: "mcp__amux"` for Codex,
+`mcp_amux_memory_search` for Gemini CLI); leave it None for the agent's own tools (Pi's
+`bash`, Claude's `Bash`, Gemini's `run_shell_command`).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +37,13 @@ class ToolCall:
     def claude_name(self) -> str:
         """The tool's name in the Anthropic Messages API (`mcp__SERVER__TOOL`)."""
         return f"mcp__{self.server}__{self.name}" if self.server else self.name
+
+    def gemini_name(self) -> str:
+        """The tool's name in Gemini CLI's `functionDeclarations` (`mcp_SERVER_TOOL`; 0.61.0,
+        `generateValidName`: characters outside `[A-Za-z0-9_.:-]` become `_`)."""
+        if not self.server:
+            return self.name
+        return re.sub(r"[^a-zA-Z0-9_\-.:]", "_", f"mcp_{self.server}_{self.name}")
 
     def namespace(self) -> str | None:
         """The Responses API namespace of an MCP tool as Codex lists it (`mcp__SERVER`)."""

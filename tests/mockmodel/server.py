@@ -1,4 +1,5 @@
-"""A scripted mock model server on loopback for the real agent CLIs (Claude Code, Codex, Pi).
+"""A scripted mock model server on loopback for the real agent CLIs (Claude Code, Codex, Pi,
+Gemini CLI).
 
     with MockModel([mcp("memory_upsert", {...}), Text("saved")]) as model:
         run_the_agent(base_url=model.base_url)          # http://127.0.0.1:PORT/v1
@@ -9,13 +10,14 @@ Matching rule (deterministic, by the tool-call ids the mock hands out):
 
 1. A request is a *side* request when `is_side(request)` says so: by default when it carries
    the header `x-openai-subagent` (Codex sub-agents such as `memory_consolidation`) or when it
-   is an Anthropic request without `tools` (Claude's side requests, e.g. titles or quota
-   probes; a Claude run with no tools at all needs its own `is_side`). Side requests get
+   is an Anthropic or Gemini request without `tools` (Claude's side requests, e.g. titles or
+   quota probes; Gemini CLI's model router, which asks `:generateContent` for a JSON
+   complexity score; a run with no tools at all needs its own `is_side`). Side requests get
    `Text(SIDE_ANSWER)`, never consume a step, and are recorded with `side=True`.
 2. A main request whose trailing tool results (the results after the model's last turn) answer
    a call this mock issued *continues* that call's conversation: it gets the step after the
    one that issued the call. Tool call ids are `toolu_mock_C_S` (Anthropic) or
-   `call_mock_C_S` (OpenAI), C the conversation and S the step.
+   `call_mock_C_S` (OpenAI, Gemini), C the conversation and S the step.
 3. Any other main request (a new user prompt, and so also a resumed session's next prompt)
    *starts* a new conversation with the next script of the queue; the last script stays in the
    queue and is reused, so one script serves every conversation. `push()` appends a script.
@@ -26,7 +28,8 @@ A step's `delay` holds its answer back (the request is recorded at once): Codex 
 memory consolidation concurrently with the first turn and exits before sending it when the
 turn ends at once.
 
-Other endpoints: `POST …/count_tokens` → `{"input_tokens": N}`, `GET /v1/models` → one model,
+Other endpoints: `POST …/count_tokens` → `{"input_tokens": N}`, `POST …:countTokens`
+(Gemini) → `{"totalTokens": N}`, `GET /v1/models` → one model,
 `HEAD`/`GET` anything else → 200 `{}`; other `POST`s → 404 with an Anthropic-style error body.
 Every request, answered or not, is recorded (`requests`), headers in lower case.
 """
@@ -46,7 +49,7 @@ from typing import Any
 
 from amux.eval.loopback import LoopbackServer, QuietHandler
 from tests.mockmodel.script import EXHAUSTED, SIDE_ANSWER, Script, Step, Text, ToolCall
-from tests.mockmodel.wire import JSON, Anthropic, ToolResult, Wire, wire_for
+from tests.mockmodel.wire import JSON, Anthropic, Gemini, ToolResult, Wire, wire_for
 
 
 @dataclass
@@ -78,7 +81,8 @@ class Recorded:
     @property
     def instruction_parts(self) -> list[str]:
         """Claude: `system` block texts; Codex: developer message texts of `input`;
-        Pi: the text of `messages[0]` when it is the system message."""
+        Pi: the text of `messages[0]` when it is the system message; Gemini: the text parts
+        of `systemInstruction`."""
         if self.wire is None or not isinstance(self.body, dict):
             return []
         return self.wire.instructions(self.body)
@@ -97,9 +101,28 @@ class Recorded:
 
     @property
     def tools(self) -> list[Any]:
-        """The request's `tools` list as sent."""
+        """The request's `tools` list as sent (Gemini: `[{"functionDeclarations": […]}]`;
+        `tool_names` flattens every wire's list to names)."""
         tools = self.body.get("tools") if isinstance(self.body, dict) else None
         return tools if isinstance(tools, list) else []
+
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the tools offered, in order (Gemini: every `functionDeclarations`
+        entry; Codex: a namespace's name, not its tools'; Chat: `function.name`)."""
+        names = []
+        for tool in self.tools:
+            if not isinstance(tool, dict):
+                continue
+            if isinstance(tool.get("functionDeclarations"), list):
+                names += [str(d.get("name")) for d in tool["functionDeclarations"]
+                          if isinstance(d, dict)]
+            elif isinstance(tool.get("function"), dict):
+                names.append(str(tool["function"].get("name")))
+            elif "name" in tool:
+                names.append(str(tool["name"]))
+        return names
 
 
 @dataclass(frozen=True)
@@ -114,10 +137,11 @@ class CallResult:
 
 
 def default_is_side(request: Recorded) -> bool:
-    """Codex sub-agents (`x-openai-subagent`) and Anthropic requests without tools."""
+    """Codex sub-agents (`x-openai-subagent`), Anthropic and Gemini requests without tools."""
     if request.subagent is not None:
         return True
-    return request.wire is Anthropic and not request.tools
+    wire = request.wire
+    return wire is not None and issubclass(wire, (Anthropic, Gemini)) and not request.tools
 
 
 class MockModel(LoopbackServer):
@@ -136,7 +160,7 @@ class MockModel(LoopbackServer):
     @property
     def base_url(self) -> str:
         """`http://127.0.0.1:PORT/v1` (Codex's and Pi's provider base URL); `url` is
-        Claude's ANTHROPIC_BASE_URL."""
+        Claude's ANTHROPIC_BASE_URL and Gemini CLI's GOOGLE_GEMINI_BASE_URL."""
         return f"{self.url}/v1"
 
     # -- scripts and records ----------------------------------------------------------------
@@ -283,6 +307,9 @@ def _handler_for(model: MockModel) -> type[BaseHTTPRequestHandler]:
             elif path.endswith("/count_tokens"):
                 status, content_type = 200, JSON
                 payload = json.dumps({"input_tokens": max(1, len(raw) // 4)}).encode()
+            elif path.endswith(":countTokens"):
+                status, content_type = 200, JSON
+                payload = json.dumps({"totalTokens": max(1, len(raw) // 4)}).encode()
             elif path.rstrip("/").endswith("/models") and self.command in ("GET", "HEAD"):
                 status, content_type = 200, JSON
                 payload = json.dumps({"object": "list", "data": [

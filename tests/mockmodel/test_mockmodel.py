@@ -162,6 +162,85 @@ def test_chat_completions_tool_calls_then_text_and_done() -> None:
         assert model.main()[1].instructions == "SYS"
 
 
+def gemini_body(contents: list[Any], tools: bool = True) -> dict[str, Any]:
+    body: dict[str, Any] = {"contents": contents, "generationConfig": {"temperature": 1},
+                            "systemInstruction": {"parts": [{"text": "one"}, {"text": "two"}]}}
+    if tools:
+        body["tools"] = [{"functionDeclarations": [
+            {"name": "read_file", "parametersJsonSchema": {}},
+            {"name": "mcp_amux_memory_search", "parametersJsonSchema": {}}]}]
+    return body
+
+
+def test_gemini_function_call_then_text_on_the_function_response() -> None:
+    search = mcp("memory_search", {"query": "deploy"})
+    with MockModel([search, Text("found it")]) as model:
+        user = {"role": "user", "parts": [{"text": "find"}]}
+        path = "/v1beta/models/gemini-3.8-flash:streamGenerateContent?alt=sse"
+        status, kind, payload = post(model, path, gemini_body([user]))
+        assert (status, kind) == (200, "text/event-stream")
+        stream = events(payload)
+        assert [name for name, _ in stream] == [None, None]
+        [part] = stream[0][1]["candidates"][0]["content"]["parts"]
+        assert part == {"functionCall": {"id": "call_mock_0_0", "name": "mcp_amux_memory_search",
+                                         "args": {"query": "deploy"}}}
+        assert stream[1][1]["candidates"][0]["finishReason"] == "STOP"
+        assert stream[1][1]["usageMetadata"]["totalTokenCount"] > 0
+
+        # Gemini CLI 0.61.0 sends the call id back prefixed with the tool's name.
+        call = {"role": "model", "parts": [part]}
+        answer = {"role": "user", "parts": [{"functionResponse": {
+            "id": "mcp_amux_memory_search__call_mock_0_0", "name": "mcp_amux_memory_search",
+            "response": {"output": "RESULT"}}}]}
+        stream = events(post(model, path, gemini_body([user, call, answer]))[2])
+        assert stream[0][1]["candidates"][0]["content"]["parts"] == [{"text": "found it"}]
+
+        first, second = model.main()
+        assert (first.api, first.conversation, first.step, first.reply) == (
+            "gemini", 0, 0, search)
+        assert (second.conversation, second.step) == (0, 1)
+        assert first.query == "alt=sse" and first.instruction_parts == ["one", "two"]
+        assert first.tool_names == ["read_file", "mcp_amux_memory_search"]
+        [answered] = model.tool_results("memory_search")
+        assert (answered.call_id, answered.text, answered.is_error, answered.request) == (
+            "call_mock_0_0", "RESULT", False, 1)
+
+
+def test_gemini_generate_content_is_one_document_and_json_requests_get_json() -> None:
+    with MockModel([ToolCall("run_shell_command", {"command": "true"}), Text("done")]) as model:
+        user = {"role": "user", "parts": [{"text": "go"}]}
+        status, kind, payload = post(model, "/v1beta/models/m:generateContent",
+                                     gemini_body([user]))
+        assert (status, kind) == (200, "application/json")
+        [candidate] = json.loads(payload)["candidates"]
+        assert candidate["finishReason"] == "STOP"
+        assert candidate["content"]["parts"] == [{"functionCall": {
+            "id": "call_mock_0_0", "name": "run_shell_command", "args": {"command": "true"}}}]
+        failed = {"role": "user", "parts": [{"functionResponse": {
+            "id": "run_shell_command__call_mock_0_0", "name": "run_shell_command",
+            "response": {"error": "denied"}}}]}
+        post(model, "/v1beta/models/m:generateContent",
+             gemini_body([user, {"role": "model", "parts": candidate["content"]["parts"]},
+                          failed]))
+        assert model.tool_results()[0].is_error and model.tool_results()[0].text == "denied"
+
+        # A side request (no tools) asking for JSON gets the smallest instance of its schema.
+        router = gemini_body([user], tools=False)
+        router["generationConfig"] = {"responseMimeType": "application/json",
+                                      "responseJsonSchema": {
+            "type": "OBJECT", "required": ["reason", "score"], "properties": {
+                "reason": {"type": "STRING"}, "score": {"type": "INTEGER"},
+                "extra": {"type": "STRING"}}}}
+        answer = json.loads(post(model, "/v1beta/models/lite:generateContent", router)[2])
+        text = answer["candidates"][0]["content"]["parts"][0]["text"]
+        assert json.loads(text) == {"reason": SIDE_ANSWER, "score": 1}
+        assert [r.side for r in model.requests] == [False, False, True]
+        status, _, payload = post(model, "/v1beta/models/m:countTokens", {"contents": []})
+        assert status == 200 and json.loads(payload)["totalTokens"] >= 1
+        assert post(model, "/v1beta/models/m:embedContent", {})[0] == 404
+        assert len(model.main()) == 2
+
+
 def test_new_conversations_take_the_next_script_and_the_last_one_repeats() -> None:
     with MockModel([Text("first")], [Text("second")]) as model:
         model.push(Text("third"))

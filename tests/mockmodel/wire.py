@@ -1,8 +1,10 @@
-"""The three wire APIs the agents speak: what a request carries and how a step is streamed back.
+"""The wire APIs the agents speak: what a request carries and how a step is streamed back.
 
 - `Anthropic` — Messages API (`POST /v1/messages`), Claude Code.
 - `Responses` — OpenAI Responses API (`POST /v1/responses`), Codex.
 - `Chat` — OpenAI Chat Completions (`POST /v1/chat/completions`), Pi.
+- `Gemini` — Gemini API (`POST /v1beta/models/{model}:generateContent`, one JSON document) and
+  `GeminiStream` (`…:streamGenerateContent?alt=sse`, SSE), Gemini CLI with an API key.
 
 Each class reads a parsed request body (the instruction channel, the tool results it carries,
 the ids of the tool results that end it) and renders one step as the response body the agent
@@ -12,6 +14,7 @@ expects: SSE when the request asked for `stream: true`, one JSON document otherw
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -60,6 +63,11 @@ class Wire:
 
     name: ClassVar[str]
     paths: ClassVar[tuple[str, ...]]
+
+    @classmethod
+    def serves(cls, path: str) -> bool:
+        """Whether this wire answers `path` (query string removed)."""
+        return path in cls.paths
 
     @staticmethod
     def instructions(body: Any) -> list[str]:
@@ -293,12 +301,147 @@ class Chat(Wire):
         return SSE, _sse([(None, chunk) for chunk in chunks] + [(None, "[DONE]")])
 
 
-WIRES: tuple[type[Wire], ...] = (Anthropic, Responses, Chat)
+def _gemini_text(response: Any) -> str:
+    """A `functionResponse.response` as text: its `output` or `error` string, else its JSON."""
+    if isinstance(response, dict):
+        for key in ("output", "error"):
+            if isinstance(response.get(key), str):
+                return str(response[key])
+    return response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
+
+
+def _gemini_call_id(response: dict[str, Any]) -> str:
+    """The id of the call a `functionResponse` answers. Gemini CLI 0.61.0 prefixes the id the
+    model gave with `NAME__` (`processStreamResponse`); the prefix is removed here."""
+    call_id, name = str(response.get("id", "")), str(response.get("name", ""))
+    return call_id.removeprefix(f"{name}__") if name else call_id
+
+
+def _json_instance(schema: Any, text: str) -> Any:
+    """The smallest instance of a (Gemini-style, upper- or lower-case types) JSON schema:
+    required properties only, the first enum value, `text` for strings, 1 for numbers."""
+    if not isinstance(schema, dict):
+        return text
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {key: _json_instance(properties.get(key), text)
+                for key in schema.get("required") or []}
+    return {"array": [], "boolean": False, "integer": 1, "number": 1,
+            "null": None}.get(kind, text)
+
+
+def _gemini_answer_text(body: Any, text: str) -> str:
+    """`text`, or when the request asks for JSON (`responseMimeType: application/json`, Gemini
+    CLI's side requests such as its model router) and `text` is not JSON, the smallest
+    instance of its `responseJsonSchema` (else of `responseSchema`)."""
+    config = body.get("generationConfig") or {}
+    if not isinstance(config, dict) or config.get("responseMimeType") != JSON:
+        return text
+    try:
+        json.loads(text)
+        return text
+    except ValueError:
+        schema = config.get("responseJsonSchema") or config.get("responseSchema")
+        return json.dumps(_json_instance(schema, text))
+
+
+class Gemini(Wire):
+    """`:generateContent` (one JSON document); `GeminiStream` is the same API streamed.
+
+    Streaming is chosen by the path, not the body, hence two classes with one `name`.
+    A tool call is a `functionCall` part with the mock's id; a text answering a request that
+    asks for JSON is made JSON (`_gemini_answer_text`), or Gemini CLI retries it 5 times."""
+
+    name = "gemini"
+    paths = ()
+    method: ClassVar[str] = "generateContent"
+
+    @classmethod
+    def serves(cls, path: str) -> bool:
+        match = re.fullmatch(r"/v1(?:beta|alpha)?/(?:models|tunedModels)/[^/:]+:(\w+)", path)
+        return match is not None and match.group(1) == cls.method
+
+    @staticmethod
+    def instructions(body: Any) -> list[str]:
+        system = body.get("systemInstruction")
+        if isinstance(system, str):
+            return [system]
+        if isinstance(system, dict):
+            return [str(part["text"]) for part in system.get("parts") or []
+                    if isinstance(part, dict) and "text" in part]
+        return []
+
+    @staticmethod
+    def tool_results(body: Any) -> list[ToolResult]:
+        results = []
+        for content in body.get("contents") or []:
+            if not isinstance(content, dict) or content.get("role") == "model":
+                continue
+            for part in content.get("parts") or []:
+                response = part.get("functionResponse") if isinstance(part, dict) else None
+                if isinstance(response, dict):
+                    answer = response.get("response")
+                    results.append(ToolResult(
+                        _gemini_call_id(response), _gemini_text(answer),
+                        isinstance(answer, dict) and "error" in answer))
+        return results
+
+    @staticmethod
+    def trailing_call_ids(body: Any) -> list[str]:
+        contents = body.get("contents") or []
+        if not contents or not isinstance(contents[-1], dict) \
+                or contents[-1].get("role") == "model":
+            return []
+        return [_gemini_call_id(part["functionResponse"])
+                for part in contents[-1].get("parts") or []
+                if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict)]
+
+    @classmethod
+    def _chunks(cls, body: Any, step: Step, call_id: str) -> list[dict[str, Any]]:
+        """The response as the stream's chunks: the part, then the finish reason with usage."""
+        if isinstance(step, ToolCall):
+            part: dict[str, Any] = {"functionCall": {
+                "id": call_id, "name": step.gemini_name(), "args": step.arguments}}
+        else:
+            part = {"text": _gemini_answer_text(body, step.text)}
+        prompt = _estimate_tokens(body)
+        base = {"modelVersion": "mock-model", "responseId": f"resp_{call_id}"}
+        return [
+            {"candidates": [{"content": {"role": "model", "parts": [part]}, "index": 0}],
+             **base},
+            {"candidates": [{"content": {"role": "model", "parts": []},
+                             "finishReason": "STOP", "index": 0}],
+             "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": 5,
+                               "totalTokenCount": prompt + 5},
+             **base},
+        ]
+
+    @classmethod
+    def render(cls, body: Any, step: Step, call_id: str) -> tuple[str, bytes]:
+        first, last = cls._chunks(body, step, call_id)
+        candidate = {**last["candidates"][0], "content": first["candidates"][0]["content"]}
+        return JSON, json.dumps({**last, "candidates": [candidate]}).encode()
+
+
+class GeminiStream(Gemini):
+    """`:streamGenerateContent?alt=sse`: `data:` lines, no event names, no `[DONE]`."""
+
+    method = "streamGenerateContent"
+
+    @classmethod
+    def render(cls, body: Any, step: Step, call_id: str) -> tuple[str, bytes]:
+        return SSE, _sse([(None, chunk) for chunk in cls._chunks(body, step, call_id)])
+
+
+WIRES: tuple[type[Wire], ...] = (Anthropic, Responses, Chat, Gemini, GeminiStream)
 
 
 def wire_for(path: str) -> type[Wire] | None:
     """The wire API served at `path` (query string removed), or None."""
     for wire in WIRES:
-        if path in wire.paths:
+        if wire.serves(path):
             return wire
     return None
