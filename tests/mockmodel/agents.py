@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from tests.mockmodel.server import MockModel
 
@@ -111,6 +112,45 @@ def pi_env(root: Path, model: MockModel, **extra: str) -> dict[str, str]:
         "baseUrl": model.base_url, "api": "openai-completions", "apiKey": "sk-dummy",
         "models": [{"id": "mock-model"}]}}}))
     return {**base_env(root), "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", **extra}
+
+
+# -- Gemini CLI ----------------------------------------------------------------------------------
+
+
+def gemini_settings(settings: dict[str, Any] | None = None) -> dict[str, Any]:
+    """User settings selecting API-key auth (with only GOOGLE_GEMINI_BASE_URL set, 0.61.0
+    picks the `gateway` auth type, which `gemini -p` refuses: "Invalid auth method
+    selected."), merged with `settings` at the top level."""
+    return {"security": {"auth": {"selectedType": "gemini-api-key"}}, **(settings or {})}
+
+
+def gemini_env(root: Path, model: MockModel, settings: dict[str, Any] | None = None,
+               **extra: str) -> dict[str, str]:
+    """Gemini CLI against the mock: HOME=root/home with `gemini_settings(settings)` in
+    `~/.gemini/settings.json`, GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL=`model.url`, the
+    working directory trusted (headless runs refuse an untrusted one, exit 55) and TMPDIR
+    under `root` (its error reports go there)."""
+    env = base_env(root)
+    config = Path(env["HOME"]) / ".gemini"
+    config.mkdir(parents=True, exist_ok=True)
+    (config / "settings.json").write_text(json.dumps(gemini_settings(settings)))
+    scratch = root / "gemini-tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    return {**env, "GEMINI_API_KEY": "sk-dummy", "GOOGLE_GEMINI_BASE_URL": model.url,
+            "GEMINI_CLI_TRUST_WORKSPACE": "true", "TMPDIR": str(scratch), **extra}
+
+
+def gemini_mcp_server(argv: Sequence[str], env: dict[str, str] | None = None,
+                      trust: bool = True) -> dict[str, Any]:
+    """A `mcpServers` entry for a stdio server. `trust: true` is what lists its tools in a
+    headless run: untrusted MCP tools need a confirmation `-p` cannot give, so Gemini CLI
+    0.61.0 leaves them out of `functionDeclarations` altogether."""
+    server: dict[str, Any] = {"command": argv[0], "args": list(argv[1:])}
+    if env:
+        server["env"] = env
+    if trust:
+        server["trust"] = True
+    return server
 
 
 # -- running ------------------------------------------------------------------------------------
