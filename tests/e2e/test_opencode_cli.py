@@ -210,3 +210,57 @@ def test_opencode_resumes_its_session_with_the_same_system_prompt(
     assert resumed.body["messages"][0] == first.body["messages"][0]
     assert PROTOCOL in system_text(resumed)
     assert [m["content"] for m in resumed.body["messages"][1:]] == ["One.", "First.", "Two."]
+
+
+def test_opencode_asks_for_mcp_tools_under_a_users_ask_rule_unless_the_launch_allows_them(
+        opencode_bin: Path, memory_hub: HubProcess, tmp_path: Path) -> None:
+    """A user's `permission: {"*": "ask"}`: in `opencode run` the ask is rejected (exit 0, no
+    tool result); the launch's exact tool names set to `allow` come after the user's `*` and
+    win."""
+    search = ToolCall("amux_memory_search", {"query": "tabs"})
+    allowed = {f"amux_{tool['name']}": "allow" for tool in TOOLS}
+    results = []
+    for ours in (None, allowed):
+        root = tmp_path / ("allowed" if ours else "asked")
+        config = root / "home" / ".config" / "opencode"
+        config.mkdir(parents=True)
+        (config / "opencode.json").write_text(json.dumps({
+            "$schema": "https://opencode.ai/config.json", "permission": {"*": "ask"}}))
+        with MockModel([search, Text("Searched.")], is_side=is_side) as model:
+            launch = {**mock_provider(model), "mcp": {"amux": amux_server(memory_hub)},
+                      **({"permission": ours} if ours else {})}
+            done = opencode(opencode_env(root, OPENCODE_CONFIG_CONTENT=json.dumps(launch)),
+                            root / "work", "Search.")
+        assert done.returncode == 0, done.stderr[-3000:]
+        results.append((done.stdout.strip(), model.tool_results("amux_memory_search")))
+    (asked_out, asked), (allowed_out, [result]) = results
+    assert asked_out == "" and asked == []
+    assert allowed_out == "Searched." and not result.is_error
+    assert "amux memory search results" in result.text
+
+
+def test_opencode_import_keeps_a_session_id_chosen_up_front(opencode_bin: Path,
+                                                           tmp_path: Path) -> None:
+    """`--session` refuses an id it does not know, but `opencode import` stores a session with
+    the id its file names, and `run --session` then continues that one."""
+    chosen = "ses_0000amuxchosen000000000000"
+    with MockModel([Text("Chosen.")], is_side=is_side) as model:
+        env = opencode_env(tmp_path, OPENCODE_CONFIG_CONTENT=json.dumps(mock_provider(model)))
+        work = tmp_path / "work"
+        unknown = opencode(env, work, "--session", chosen, "Hi.")
+        assert unknown.returncode == 1 and "Session not found" in unknown.stderr
+        now = 1_796_000_000_000
+        (tmp_path / "session.json").write_text(json.dumps({"info": {
+            "id": chosen, "slug": "amux", "projectID": "global", "directory": str(work),
+            "title": "amux session", "version": "1.18.33",
+            "time": {"created": now, "updated": now}}, "messages": []}))
+        imported = subprocess.run([str(opencode_bin), "import", str(tmp_path / "session.json")],
+                                  env=env, cwd=work, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=60)
+        assert imported.returncode == 0, imported.stderr[-3000:]
+        assert f"Imported session: {chosen}" in imported.stdout
+        done = opencode(env, work, "--session", chosen, "--format", "json", "Hi.")
+        assert done.returncode == 0, done.stderr[-3000:]
+    assert session_id(done.stdout) == chosen
+    [first] = model.main()
+    assert [m["role"] for m in first.body["messages"]] == ["system", "user"]
