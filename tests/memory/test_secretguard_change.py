@@ -53,7 +53,7 @@ def edits(draw: st.DrawFn) -> tuple[str, str]:
             value = draw(RANDOM) + draw(st.sampled_from(["", "e", "me", "geme"]))
             lines[at] = lines[at].replace("changeme", value)
         elif how == "append" and at < len(lines):
-            lines[at] += draw(st.sampled_from(SECRET_TEXTS + ["x", " token = ", "="]))
+            lines[at] += draw(st.sampled_from([*SECRET_TEXTS, "x", " token = ", "="]))
     return old, "\n".join(lines)
 
 
