@@ -211,21 +211,19 @@ def _local_hub_error(prog: str, argv: list[str]) -> int:
     AMUX_MEMORY_CONFIG or AMUX_HUB names a Hub (the standard-library client never
     starts one).
     """
-    if os.environ.get("AMUX_MEMORY_CONFIG") or os.environ.get("AMUX_HUB"):
-        return 0
-    if any(arg in ("-h", "--help") for arg in argv):
+    start = _local_hub_starter()
+    if start is None or any(arg in ("-h", "--help") for arg in argv):
         return 0
     from amux.client.home import amux_home
     from amux.hub import control
 
-    home = amux_home()
-    if control.answering(home):
+    if control.answering(amux_home()):
         return 0
     from amux.client.cli import report
     from amux.client.wire import ClientError
 
     try:
-        control.start(home)
+        start()
     except ClientError as error:
         return report(prog, error)
     return 0

@@ -257,7 +257,7 @@ def _last(home: Path) -> state.SessionState:
         raise ClientError("invalid_argument", f"no amux session was started in {here}; "
                           "`amux sessions list` shows them all, and `amux run --resume ID` "
                           "resumes one")
-    return max(started, key=lambda session: session.created_at)  # ids tie within a second
+    return started[-1]  # `listing` is in start-time order
 
 
 def prepare(home: Path, request: RunRequest, client: Path) -> Launch:

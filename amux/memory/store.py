@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -33,9 +32,6 @@ from amux.memory.scope import Scope
 from amux.memory.search import Clock, check_limit, parse_query, search
 
 USAGE_TTL_SECONDS = 2.0
-CLEAN_ENTRIES = 4096
-"""At most this many documents are remembered as written with no finding (each entry is a
-key and a revision; the bytes are those `RecentRevisions` holds)."""
 """How long a scope's counted usage is trusted before a write re-counts it.
 
 Between counts the store updates usage itself on every write it makes; the re-count
@@ -63,7 +59,6 @@ class Store:
         self._write_locks: dict[str, threading.Lock] = {}
         self._usage: dict[str, tuple[ScopeUsage, float]] = {}
         self._recent = RecentRevisions()
-        self._clean: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._guard = threading.Lock()
         self._lock_fd: int | None = None
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -189,8 +184,8 @@ class Store:
         data = _utf8(content, logical)
         quota.check_document(logical, data)
         key = (scope.binding, logical.text)
-        base = self._clean_base(key)
-        findings = self._check_secrets(scope, data, None if base is None else base[0])
+        base = self._recent.clean(key)
+        findings = self._check_secrets(scope, data, base)
         with self._write_lock(scope), self._scope_dir(scope, create=True) as scope_fd:
             assert scope_fd is not None
             with ExitStack() as stack:
@@ -200,7 +195,7 @@ class Store:
                 current = _read(parent, logical)
                 old = current[0] if current is not None else None
                 self._check_revision(scope, logical, expected, old)
-                if base is not None and old != base[0]:  # changed since we wrote it
+                if base is not None and old != base:  # changed since we wrote it
                     findings = self._check_secrets(scope, data, None)
                 usage = self._scope_usage(scope, scope_fd)
                 quota.check_scope(usage, None if old is None else len(old), len(data))
@@ -210,8 +205,7 @@ class Store:
                     stack.callback(os.close, parent)
                 durable.write_atomic_at(parent, logical.name, data)
             revision = revision_of(data)
-            self._recent.remember(key, data, revision)
-            self._mark_clean(key, None if findings else revision)
+            self._recent.remember(key, data, revision, clean=not findings)
             usage.bytes += len(data) - (0 if old is None else len(old))
             usage.documents += old is None
         return {"path": logical.text, "revision": revision, "created": old is None}
@@ -232,7 +226,6 @@ class Store:
                 self._check_revision(scope, logical, expected, current[0])
                 durable.unlink_at(parent, logical.name)
                 self._recent.remember((scope.binding, logical.text), None)
-                self._mark_clean((scope.binding, logical.text), None)
             cached = self._usage.get(scope.binding)
             if cached is not None:
                 cached[0].documents -= 1
@@ -266,34 +259,16 @@ class Store:
         return {"binding": scope.binding, "fingerprint": fingerprint, **change,
                 "fingerprints": fingerprints}
 
-    def _clean_base(self, key: tuple[str, str]) -> tuple[bytes, str] | None:
-        """What this store last wrote to `key`, if the guard found nothing at all in it: a
-        replacement of those bytes need only be scanned where it differs from them."""
-        last = self._recent.last(key)
-        with self._guard:
-            clean = self._clean.get(key)
-        return last if last is not None and last[1] == clean else None
-
-    def _mark_clean(self, key: tuple[str, str], revision: str | None) -> None:
-        """Record that the bytes of `revision` at `key` hold no finding (None: they do, or
-        the document is gone), bounded like the revisions it pairs with."""
-        with self._guard:
-            self._clean.pop(key, None)
-            if revision is not None:
-                self._clean[key] = revision
-                while len(self._clean) > CLEAN_ENTRIES:
-                    self._clean.popitem(last=False)
-
     def _check_secrets(self, scope: Scope, data: bytes, base: bytes | None) -> bool:
         """Refuse content that looks like a credential, unless the scope allows the value;
         whether anything (allowed) was found.
 
         With `base`, bytes this store wrote and the guard found nothing in, only what
         `data` changes of them is scanned (`secretguard.scan_change`); the caller scans
-        again in full if the document on disk is no longer `base` (a hand edit, which
-        may have brought a secret in). Runs before the write lock (pure computation);
-        the allow list is read only when something was found, so a clean write costs
-        the scan alone.
+        again in full, under the write lock, if the document on disk is no longer `base`
+        (a hand edit, which may have brought a secret in). Otherwise it runs before the
+        write lock (pure computation); the allow list is read only when something was
+        found, so a clean write costs the scan alone.
         """
         findings = (secretguard.scan(data) if base is None
                     else secretguard.scan_change(base, data))
