@@ -101,6 +101,10 @@ class AgentRequest(NamedTuple):
     for an isolated run a directory the target user owns)."""
     endpoint: EndpointRequest | None = None
     """The model endpoint of this session (`amux run --endpoint`), None: the agent's own."""
+    user_settings: Mapping[str, str] = NOTHING
+    """What the plan must merge its own settings into, read from the user's set-up at every
+    launch, new or resumed (the adapter's `user_settings` hook; the agent rereads its own
+    config each launch too): e.g. the user's own value of a variable the plan also sets."""
 
 
 class PlanFile(NamedTuple):
@@ -288,6 +292,11 @@ class Adapter(Protocol):
         them. Raises `ValueError` naming a file it cannot read."""
         ...
 
+    def user_settings(self, args: tuple[str, ...], probe: Probe) -> Mapping[str, str]:
+        """What `plan` must merge with from the user's set-up, at every launch (see
+        `AgentRequest.user_settings`). Raises `ValueError` naming what it cannot read."""
+        ...
+
     def isolated_env(self, home: str) -> Mapping[str, str | None]:
         """What an isolated run (as another user, whose home is `home`) sets (a value) or
         removes (None) in the agent's environment, so the agent reads that user's own
@@ -304,13 +313,20 @@ class Adapter(Protocol):
         amux session's own directory."""
         ...
 
-    def session_files(self, env: Mapping[str, str]) -> SessionFiles | None:
+    def session_files(self, env: Mapping[str, str], state_dir: str) -> SessionFiles | None:
         """For an agent that names its own sessions (no `new_session_ref`): where they are
-        written, given the agent's environment, so the launcher can learn the name."""
+        written, given the agent's environment and the amux session's own directory, so
+        the launcher can learn the name."""
         ...
 
 
-def no_session_files(adapter: object, env: Mapping[str, str]) -> SessionFiles | None:
+def no_user_settings(adapter: object, args: tuple[str, ...], probe: Probe) -> Mapping[str, str]:
+    """`user_settings` of an adapter whose plan merges nothing of the user's set-up."""
+    return NOTHING
+
+
+def no_session_files(adapter: object, env: Mapping[str, str],
+                     state_dir: str) -> SessionFiles | None:
     """`session_files` of an adapter whose session reference is chosen up front, or that
     has none (`session_files = no_session_files`)."""
     return None

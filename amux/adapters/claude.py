@@ -44,6 +44,7 @@ from amux.adapters.base import (
     ignored_on_resume,
     merge_instructions,
     no_session_files,
+    no_user_settings,
     refuse,
     take_option,
     with_endpoint,
@@ -99,6 +100,7 @@ class ClaudeAdapter:
         return {"CLAUDE_CONFIG_DIR": None}  # Claude then reads `<home>/.claude`
 
     session_files = no_session_files
+    user_settings = no_user_settings
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         import uuid  # only for Claude launches

@@ -51,6 +51,7 @@ from amux.adapters.base import (
     first_line_version,
     ignored_on_resume,
     merge_instructions,
+    no_user_settings,
     take_option,
     with_endpoint,
 )
@@ -133,13 +134,15 @@ class CodexAdapter:
         found = developer_instructions(args, probe)
         return () if found is None else (found,)
 
+    user_settings = no_user_settings
+
     def isolated_env(self, home: str) -> Mapping[str, str | None]:
         return {"CODEX_HOME": os.path.join(home, ".codex")}
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None  # Codex names its threads; the launcher learns the id after the run
 
-    def session_files(self, env: Mapping[str, str]) -> SessionFiles | None:
+    def session_files(self, env: Mapping[str, str], state_dir: str) -> SessionFiles | None:
         return SessionFiles(os.path.join(codex_home(env), "sessions"), "rollout-*.jsonl",
                             pick_thread)
 

@@ -17,6 +17,7 @@ from amux.adapters.base import (
     Probe,
     Requirement,
     no_session_files,
+    no_user_settings,
 )
 
 
@@ -39,6 +40,7 @@ class FallbackAdapter:
         return ()
 
     session_files = no_session_files
+    user_settings = no_user_settings
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None

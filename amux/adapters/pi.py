@@ -47,6 +47,7 @@ from amux.adapters.base import (
     ignored_on_resume,
     merge_instructions,
     no_session_files,
+    no_user_settings,
     refuse,
     with_endpoint,
 )
@@ -190,6 +191,7 @@ class PiAdapter:
         return {"PI_CODING_AGENT_DIR": os.path.join(home, ".pi", "agent")}
 
     session_files = no_session_files
+    user_settings = no_user_settings
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return os.path.join(state_dir, "pi-session.jsonl")

@@ -319,6 +319,7 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
     try:
         user = (adapter.user_instructions(tuple(request.args), probe)
                 if new and memory is not None else ())
+        settings = adapter.user_settings(tuple(request.args), probe)
     except ValueError as problem:
         raise ClientError("invalid_argument", str(problem)) from None
     plan = adapter.plan(AgentRequest(
@@ -327,7 +328,7 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
         frozen_instructions=None if new else session.instructions,
         agent_session=(adapter.new_session_ref(session.id, str(agent_dir)) if new
                        else session.agent_session),
-        resume=not new, files_dir=str(agent_dir), endpoint=endpoint))
+        resume=not new, files_dir=str(agent_dir), endpoint=endpoint, user_settings=settings))
     plan = plan._replace(warnings=(*warnings, *probe.warnings, *plan.warnings))
     agent_env = {k: v for k, v in {**base_env, **plan.env}.items() if k not in plan.unset}
     agent_env.update({name: base_env[source] for name, source in plan.env_from.items()})
@@ -368,8 +369,9 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
             _own_dir(launch.agent_dir, launch.target)
         planfiles.write(plan.files, launch.target)  # before every launch, from the plan
         env = launch.env.applied(os.environ)
-        files = (launch.adapter.session_files(env) if launch.new and session.resumable
-                 and session.agent_session is None else None)
+        files = (launch.adapter.session_files(env, str(launch.agent_dir))
+                 if launch.new and session.resumable and session.agent_session is None
+                 else None)
         watch = session_watch.SessionWatch(files) if files is not None else None
         started = time.monotonic()
         try:

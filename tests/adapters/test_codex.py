@@ -99,11 +99,11 @@ def test_no_rollout_no_id_and_a_warning() -> None:
 
 
 def test_the_adapter_names_where_its_rollouts_are() -> None:
-    files = ADAPTERS["codex"].session_files({"CODEX_HOME": "/c"})
+    files = ADAPTERS["codex"].session_files({"CODEX_HOME": "/c"}, "/s")
     assert files is not None
     assert (files.directory, files.pattern) == ("/c/sessions", "rollout-*.jsonl")
     assert files.pick is pick_thread
-    assert ADAPTERS["claude"].session_files({}) is None  # it chooses its id up front
+    assert ADAPTERS["claude"].session_files({}, "/s") is None  # it chooses its id up front
 
 
 def test_exec_ephemeral_is_never_resumable() -> None:
