@@ -1,0 +1,22 @@
+"""JSON with comments and trailing commas, as agents' own config files are written
+(OpenCode's `opencode.jsonc` and `OPENCODE_CONFIG_CONTENT`, Gemini CLI's settings.json):
+read with the standard library, so an adapter can merge its keys into a user's text."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+_NOISE = re.compile(r'("(?:[^"\\\n]|\\.)*")|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.S)
+"""A string, kept whole (a `//` inside one is text); else a comment or a comma before a
+closing bracket, dropped."""
+
+
+def loads(text: str) -> Any:
+    """The value of a JSONC text; `ValueError` (json's own) when it is not valid."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass  # plain JSON is the common case: only now pay for the regex
+    return json.loads(_NOISE.sub(lambda found: found.group(1) or " ", text))
