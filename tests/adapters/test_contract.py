@@ -55,7 +55,8 @@ def plan(name: str, *, with_memory: bool = True, resume: bool = False,
         # As the launcher does: the agent's own instructions are read for a new session only.
         user_instructions=() if resume else adapter.user_instructions(given, FakeProbe({})),
         frozen_instructions=frozen, agent_session="agent-session-1", resume=resume,
-        files_dir="/home/u/.local/share/amux/sessions/s"))
+        files_dir="/home/u/.local/share/amux/sessions/s",
+        user_settings=adapter.user_settings(given, FakeProbe({}))))  # every launch
 
 
 def carriers(launch: LaunchPlan, needle: str) -> list[str]:
