@@ -35,6 +35,9 @@ EPHEMERAL_ARGS = {  # the agent's own mode that keeps no session
     "codex": ["exec", "--ephemeral", "hello"],
     "pi": ["--no-session", "-p", "hello"],
 }
+USER_FILES: dict[str, dict[str, str]] = {  # an agent whose user writes them in a file
+    "gemini": {"/home/u/.gemini/GEMINI.md": USER_TEXT},
+}
 NAMES = sorted(ADAPTERS)
 
 
@@ -53,7 +56,8 @@ def plan(name: str, *, with_memory: bool = True, resume: bool = False,
         executable=f"/usr/bin/{name}", args=given,
         memory=memory(adapter.channel) if with_memory else None,
         # As the launcher does: the agent's own instructions are read for a new session only.
-        user_instructions=() if resume else adapter.user_instructions(given, FakeProbe({})),
+        user_instructions=() if resume else adapter.user_instructions(
+            given, FakeProbe(USER_FILES.get(name, {}))),
         frozen_instructions=frozen, agent_session="agent-session-1", resume=resume,
         files_dir="/home/u/.local/share/amux/sessions/s",
         user_settings=adapter.user_settings(given, FakeProbe({}))))  # every launch
