@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol
 
 Channel = Literal["mcp", "cli", "none"]
-EndpointApi = Literal["openai", "anthropic"]
+EndpointApi = Literal["openai", "anthropic", "gemini"]
 RequirementKind = Literal["flag", "env", "setting"]
 NOTHING: Mapping[str, Any] = MappingProxyType({})
 """An empty mapping no one can change: the default of a record's mapping field."""
@@ -117,6 +117,19 @@ class PlanFile(NamedTuple):
     mode: int = 0o600
 
 
+class PlanMirror(NamedTuple):
+    """A directory the agent is given in place of a real one (Gemini CLI's home, which holds
+    the settings amux must add to for one launch): made before every launch with each entry
+    of `source` as a symbolic link to it, except the names in `own`, which the plan fills
+    itself (its files, a mirror inside it). After the agent exits, what it created or
+    replaced in the mirror is moved back into `source`, so nothing it writes is lost, and
+    the mirror is removed."""
+
+    path: str
+    source: str
+    own: tuple[str, ...] = ()
+
+
 class LaunchPlan(NamedTuple):
     """One launch of the agent as data; never changed once made (`_replace`)."""
 
@@ -141,6 +154,8 @@ class LaunchPlan(NamedTuple):
     env_from: Mapping[str, str] = NOTHING
     """Variables set from another variable of the launcher's environment (name → source),
     for a secret the plan must not hold: an endpoint's key."""
+    mirrors: tuple[PlanMirror, ...] = ()
+    """Directories made for this launch (outer before inner), before its files are written."""
 
 
 class Probe(Protocol):

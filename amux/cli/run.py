@@ -27,6 +27,10 @@ _EPILOG = (
     "--resume with the amux session id from `amux sessions list`.")
 
 
+_APIS = ("openai", "anthropic", "gemini")
+"""What `--endpoint-api` accepts (`base.EndpointApi`)."""
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = strict_parser(prog="amux run", description=_DESCRIPTION, epilog=_EPILOG,
                            usage="amux run [--dry-run] [--resume ID] [--as-user USER "
@@ -51,10 +55,11 @@ def _parser() -> argparse.ArgumentParser:
                         "http://127.0.0.1:11434/v1); the user's agent config is not edited")
     parser.add_argument("--model", metavar="NAME",
                         help="with --endpoint: the model the endpoint serves")
-    parser.add_argument("--endpoint-api", metavar="KIND", choices=("openai", "anthropic"),
+    parser.add_argument("--endpoint-api", metavar="KIND", choices=_APIS,
                         help="with --endpoint: what it speaks, openai (Chat Completions or "
-                        "Responses) or anthropic (Messages); default: anthropic for claude, "
-                        "openai for the others")
+                        "Responses), anthropic (Messages) or gemini (the Gemini API); "
+                        "default: anthropic for claude, gemini for gemini, openai for the "
+                        "others")
     parser.add_argument("--endpoint-key-env", metavar="VAR",
                         help="with --endpoint: the environment variable holding its API key "
                         "(default: none, for a local server); the key is never put in argv")
@@ -96,7 +101,7 @@ def quick_parse(ours: list[str]) -> SimpleNamespace | None:
             index += 1
         if name == "--pass-env":
             values["pass_env"].append(value)
-        elif name == "--endpoint-api" and value not in ("openai", "anthropic"):
+        elif name == "--endpoint-api" and value not in _APIS:
             return None
         else:
             values[name[2:].replace("-", "_")] = value

@@ -28,7 +28,7 @@ def write(files: Sequence[PlanFile], target: Target | None) -> None:
             if target is None:
                 write_file_atomic(path, data, mode=file.mode)
                 continue
-            dir_fd = _open_below(Path(target.home), path.parent)
+            dir_fd = open_below(Path(target.home), path.parent)
             try:
                 write_atomic_at(dir_fd, path.name, data, owner=(target.uid, target.gid),
                                 mode=file.mode)
@@ -38,7 +38,7 @@ def write(files: Sequence[PlanFile], target: Target | None) -> None:
             raise ClientError("internal", f"cannot write {path} for the agent: {exc}") from None
 
 
-def _open_below(root: Path, directory: Path) -> int:
+def open_below(root: Path, directory: Path) -> int:
     """A descriptor of `directory`, reached from `root` through no symbolic link."""
     fd = os.open(root, _DIR_FLAGS)
     try:

@@ -29,7 +29,7 @@ from amux.adapters import ADAPTERS, for_agent
 from amux.adapters.base import Adapter, AgentRequest, EndpointRequest, LaunchPlan, Memory
 from amux.adapters.fallback import FallbackAdapter
 from amux.client.wire import ClientError
-from amux.launcher import planfiles, rundirs, session_watch, state, wiring
+from amux.launcher import mirrors, planfiles, rundirs, session_watch, state, wiring
 from amux.launcher.probe import SystemProbe
 from amux.launcher.supervise import RunAs
 from amux.materializer.target import Target, isolated_env
@@ -367,6 +367,8 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
     try:
         if launch.target is not None:
             _own_dir(launch.agent_dir, launch.target)
+        for warning in mirrors.make(plan.mirrors, launch.target):
+            _warn(warning)
         planfiles.write(plan.files, launch.target)  # before every launch, from the plan
         env = launch.env.applied(os.environ)
         files = (launch.adapter.session_files(env, str(launch.agent_dir))
@@ -382,6 +384,8 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
         finally:
             if watch is not None:
                 session = _learn_session(home, session, watch, plan.argv)
+            for warning in mirrors.restore(plan.mirrors, launch.target):
+                _warn(warning)
         print(closing_line(session, status, launch.adapter, time.monotonic() - started),
               file=sys.stderr, flush=True)
         return status

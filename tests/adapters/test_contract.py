@@ -21,23 +21,35 @@ USER_ARGS = {
     "codex": ["-c", f"developer_instructions={tomlkit.item(USER_TEXT).as_string()}",
               "exec", "hello"],
     "pi": ["-p", "--append-system-prompt", USER_TEXT, "hello"],
+    "opencode": ["run", "hello"],  # theirs are files OpenCode reads itself (OWN_FILES)
+    "gemini": ["-p", "hello"],  # its user writes them in ~/.gemini/GEMINI.md (USER_FILES)
 }
 RESUME_FLAGS = {"claude": ["--resume", "x"], "codex": ["exec", "resume", "x"],
-                "pi": ["--session", "x"]}
+                "pi": ["--session", "x"], "gemini": ["--resume", "x"],
+                "opencode": ["run", "--session", "x", "hello"]}
 SUPPRESSED = {  # what each agent's native memory needs turned off (Pi has none)
     "claude": {"env": {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}},
     "codex": {"argv": ["features.memories=false", "memories.use_memories=false",
                        "memories.generate_memories=false"]},
     "pi": {},
+    "opencode": {},  # OpenCode has no built-in long-term memory either
+    "gemini": {"argv": ["--policy", "/home/u/.local/share/amux/sessions/s/gemini-policy.toml"],
+               "settings": {"experimental.autoMemory": False}},
 }
 EPHEMERAL_ARGS = {  # the agent's own mode that keeps no session
     "claude": ["-p", "--no-session-persistence", "hello"],
     "codex": ["exec", "--ephemeral", "hello"],
     "pi": ["--no-session", "-p", "hello"],
 }
+NO_EPHEMERAL_MODE = {"gemini", "opencode"}
+"""Agents that keep every session (nothing to pass on, nothing to refuse)."""
 USER_FILES: dict[str, dict[str, str]] = {  # an agent whose user writes them in a file
     "gemini": {"/home/u/.gemini/GEMINI.md": USER_TEXT},
 }
+OWN_FILES = {"opencode"}
+"""Agents that read all of the user's instructions themselves (AGENTS.md, their config's
+instruction files), before amux's own file: the merged text is the protocol alone, and
+that order is proven with the real agent (tests/e2e/test_opencode.py)."""
 NAMES = sorted(ADAPTERS)
 
 
@@ -49,7 +61,8 @@ def memory(channel: str) -> Memory:
 
 
 def plan(name: str, *, with_memory: bool = True, resume: bool = False,
-         frozen: str | None = None, args: list[str] | None = None) -> LaunchPlan:
+         frozen: str | None = None, args: list[str] | None = None,
+         agent_session: str | None = "agent-session-1") -> LaunchPlan:
     adapter = ADAPTERS[name]
     given = tuple(USER_ARGS[name] if args is None else args)
     return adapter.plan(AgentRequest(
@@ -58,29 +71,31 @@ def plan(name: str, *, with_memory: bool = True, resume: bool = False,
         # As the launcher does: the agent's own instructions are read for a new session only.
         user_instructions=() if resume else adapter.user_instructions(
             given, FakeProbe(USER_FILES.get(name, {}))),
-        frozen_instructions=frozen, agent_session="agent-session-1", resume=resume,
+        frozen_instructions=frozen, agent_session=agent_session, resume=resume,
         files_dir="/home/u/.local/share/amux/sessions/s",
         user_settings=adapter.user_settings(given, FakeProbe({}))))  # every launch
 
 
 def carriers(launch: LaunchPlan, needle: str) -> list[str]:
-    """The arguments and files of `launch` that contain `needle`."""
+    """The arguments, files and variables of `launch` that contain `needle`."""
     return ([arg for arg in launch.argv if needle in arg]
-            + [file.path for file in launch.files if needle in file.text])
+            + [file.path for file in launch.files if needle in file.text]
+            + [f"${name}" for name, value in launch.env.items() if needle in value])
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_merges_the_protocol_after_the_users_own_instructions(name: str) -> None:
     launch = plan(name)
     protocol = render(ADAPTERS[name].channel)  # type: ignore[arg-type]
-    assert launch.instructions == f"{USER_TEXT}\n\n{protocol}"
+    own = name in OWN_FILES
+    assert launch.instructions == (protocol if own else f"{USER_TEXT}\n\n{protocol}")
     assert launch.channel == ADAPTERS[name].channel
     # The merged text reaches the agent once, in one argument or one file, whatever quoting
     # the agent's syntax needs; the user's own text goes only there, and their other
     # arguments stay.
     title = protocol.splitlines()[0]
     assert len(carriers(launch, title)) == 1
-    assert carriers(launch, "British") == carriers(launch, title)
+    assert carriers(launch, "British") == ([] if own else carriers(launch, title))
     assert [file.text for file in launch.files if title in file.text] in (
         [], [launch.instructions])
     assert "hello" in launch.argv
@@ -123,8 +138,13 @@ def test_resume_replays_the_frozen_plan_identically(name: str) -> None:
     assert other.instructions == first.instructions
 
 
+def test_every_agent_says_whether_it_has_an_ephemeral_mode() -> None:
+    assert set(EPHEMERAL_ARGS) | NO_EPHEMERAL_MODE == set(NAMES)
+    assert not set(EPHEMERAL_ARGS) & NO_EPHEMERAL_MODE
+
+
 @pytest.mark.parametrize("with_memory", [True, False], ids=["memory", "no memory"])
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", sorted(EPHEMERAL_ARGS))
 def test_a_session_the_agent_keeps_nothing_of_is_not_resumable(name: str,
                                                                 with_memory: bool) -> None:
     ephemeral = plan(name, with_memory=with_memory, args=EPHEMERAL_ARGS[name])

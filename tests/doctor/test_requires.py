@@ -26,8 +26,7 @@ def launches(name: str, args: list[str]) -> list[LaunchPlan]:
     return [plan(name, with_memory=with_memory, resume=resume, args=args)
             for with_memory in (True, False) for resume in (False, True)] + [
         endpoint_plan(name, endpoint, with_memory=with_memory, args=args)
-        for endpoint in endpoints for with_memory in (True, False)
-        if name in ("claude", "codex", "pi")]
+        for endpoint in endpoints for with_memory in (True, False)]
 
 
 def hook_commands(name: str, args: list[str]) -> list[tuple[str, ...]]:

@@ -1,0 +1,265 @@
+"""Gemini CLI (`gemini`, 0.61.0): memory over MCP, given through a mirror of its home.
+
+What Gemini reads per launch, found in the pinned CLI (docs/agent-findings-gemini.md):
+no flag adds to its system prompt (`GEMINI_SYSTEM_MD` replaces it) or registers an MCP
+server, and the one settings layer a variable can name (`GEMINI_CLI_SYSTEM_SETTINGS_PATH`)
+is skipped unless the file and every directory above it belong to root. What it does
+honour is `GEMINI_CLI_HOME`, the home it reads everything from. So a launch with memory
+gets a mirror of the user's home (`PlanMirror`: every entry a link to the real one, and
+what Gemini writes there moved back after it exits), whose `.gemini` is a mirror of the
+user's `~/.gemini` but for two files amux writes:
+
+- `settings.json`: the user's own settings (JSONC) with the `amux` MCP server added to
+  their `mcpServers` and `experimental.autoMemory` off;
+- the global context file (`GEMINI.md`, or the first `context.fileName`): the user's own
+  text, then the protocol, frozen with the session. Gemini puts this file in its system
+  instruction, so the model gets the protocol there, byte for byte on resume.
+
+Native memory: Gemini 0.61.0 has no memory tool; its prompt tells the model to save facts
+by editing `GEMINI.md` files and `~/.gemini/tmp/<project>/memory/`, and that guidance
+cannot be removed per launch. A `--policy` file of this launch denies `write_file` and
+`replace` on those paths and allows the `amux` server's tools (a headless run drops any
+tool that would need a confirmation). Shell commands writing there are not covered: the
+launch says so.
+
+Sessions: `--session-id UUID` chosen up front (derived from the amux id), `--resume UUID`
+later; the user's own `--resume`, `--session-id`, `--session-file` and `--delete-session`
+are refused. Gemini has no ephemeral mode. Trusted folders stay the user's: their file is
+named by `GEMINI_CLI_TRUSTED_FOLDERS_PATH`, so trusting a folder in a launch is kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from amux.adapters import jsonc
+from amux.adapters.base import (
+    NO_KEY,
+    NOTHING,
+    AgentRequest,
+    Channel,
+    EndpointRequest,
+    EndpointWiring,
+    LaunchPlan,
+    PlanFile,
+    PlanMirror,
+    PlanRefused,
+    Probe,
+    Requirement,
+    endpoint_api,
+    first_line_version,
+    merge_instructions,
+    no_session_files,
+    refuse,
+    with_endpoint,
+)
+
+HOME_DIR = "gemini-home"
+"""The mirror of the user's home, in the session's own directory."""
+POLICY_FILE = "gemini-policy.toml"
+CONTEXT_FILE = "GEMINI.md"
+"""Gemini's global context file unless the user's `context.fileName` names others."""
+_NAMESPACE = "6d0f3d0e-4c52-4f4b-9b8e-6a6d75780002"
+"""uuid5 namespace of the Gemini session ids amux chooses (a fixed, arbitrary UUID)."""
+SETTINGS = "settings.json"
+TRUSTED = "GEMINI_CLI_TRUSTED_FOLDERS_PATH"
+LIMITS = ("Gemini CLI keeps its own memory guidance in its system prompt; amux denies its "
+          "file tools' writes to GEMINI.md and its memory folder for this launch, not shell "
+          "commands that write there")
+
+
+def gemini_home(env: Mapping[str, str]) -> str:
+    """The home Gemini reads its `.gemini` from: GEMINI_CLI_HOME, else HOME."""
+    return env.get("GEMINI_CLI_HOME") or env.get("HOME") or os.path.expanduser("~")
+
+
+def _settings(text: str | None, where: str) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        value = jsonc.loads(text) if text.strip() else {}
+    except ValueError as exc:
+        raise PlanRefused(f"cannot read Gemini's {where}: {exc}; fix the file (Gemini "
+                          "itself would ignore it) and launch again") from None
+    if not isinstance(value, dict):
+        raise PlanRefused(f"cannot read Gemini's {where}: it is not a JSON object")
+    return value
+
+
+def context_names(settings: Mapping[str, Any]) -> list[str]:
+    """The global context file names, as Gemini reads `context.fileName`."""
+    context = settings.get("context")
+    names = context.get("fileName") if isinstance(context, dict) else None
+    if isinstance(names, str):
+        names = [names]
+    if not isinstance(names, list):
+        return [CONTEXT_FILE]
+    return [name for name in names if isinstance(name, str) and name] or [CONTEXT_FILE]
+
+
+def _policy(names: list[str]) -> str:
+    """This launch's policy: the amux tools allowed, native memory writes denied."""
+    files = "|".join(re.escape(name) for name in names)
+    rules = ['# amux run: this launch\'s policy (written by amux for this session only)\n'
+             '[[rule]]\nmcpName = "amux"\ntoolName = "*"\ndecision = "allow"\n'
+             'priority = 900\n']
+    for tool in ("write_file", "replace"):
+        rules.append(
+            f'[[rule]]\ntoolName = "{tool}"\n'
+            f"argsPattern = '\"file_path\":\"[^\"]*(/({files})\"|/\\.gemini/tmp/[^\"]*/memory/)'\n"
+            'decision = "deny"\npriority = 950\n'
+            'denyMessage = "amux: Gemini\'s own memory is off for this session; save to amux '
+            'memory (the mcp_amux_memory_upsert tool) instead."\n')
+    return "\n".join(rules)
+
+
+def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
+    """The Gemini API at another base URL (Gemini speaks no other): its base URL and key
+    variables and `--model`; the key by name from the user's variable, else a placeholder."""
+    if endpoint is None:
+        return None
+    endpoint_api(endpoint, "Gemini CLI", ("gemini",), "an endpoint speaking the Gemini API "
+                 "(--endpoint-api gemini)")
+    env = {"GOOGLE_GEMINI_BASE_URL": endpoint.url}
+    key = {"GEMINI_API_KEY": endpoint.key_env} if endpoint.key_env else {}
+    if not key:
+        env["GEMINI_API_KEY"] = NO_KEY
+    return EndpointWiring(args=("--model", endpoint.model), env=env, env_from=key,
+                          unset=("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"))
+
+
+class GeminiAdapter:
+    name = "gemini"
+    channel: Channel = "mcp"
+    tracks_sessions = True
+    version_args: tuple[str, ...] | None = ("--version",)
+    version = first_line_version
+    requires = (
+        Requirement("flag", "--session-id", "a new session's id is chosen up front, so it "
+                    "can be resumed"),
+        Requirement("flag", "--resume", "`amux run --resume` resumes that session"),
+        Requirement("flag", "--policy", "the memory tools run in a headless launch and "
+                    "Gemini's own memory files are not written"),
+        Requirement("flag", "--model", "`amux run --model` is the model Gemini uses"),
+        Requirement("env", "GEMINI_CLI_HOME", "the launch's settings (the memory tools, "
+                    "auto-memory off) and the protocol reach Gemini"),
+        Requirement("env", TRUSTED, "folders trusted in a launch stay trusted"),
+        Requirement("env", "GOOGLE_GEMINI_BASE_URL", "`amux run --endpoint` reaches Gemini"),
+        Requirement("env", "GEMINI_API_KEY", "`--endpoint-key-env` gives the endpoint its key"),
+        Requirement("env", "GOOGLE_API_KEY", "the user's Google key is kept from another "
+                    "endpoint"),
+        Requirement("env", "GOOGLE_GENAI_USE_VERTEXAI", "an endpoint launch does not go to "
+                    "Vertex AI"),
+        Requirement("env", "GEMINI_CLI_SYSTEM_SETTINGS_PATH", "an isolated run reads the "
+                    "target's system settings, not the launcher's (it is removed)"),
+        Requirement("setting", "mcpServers", "the memory tools reach Gemini"),
+        Requirement("setting", "autoMemory", "Gemini's own auto-memory stays off"),
+        Requirement("setting", "mcpName", "the memory tools are allowed by the policy"),
+        Requirement("setting", "argsPattern", "writes to Gemini's own memory files are denied"),
+        Requirement("setting", "selectedType", "an endpoint launch uses API-key auth"),
+    )
+    package: str | None = "@google/gemini-cli"
+    quick_exit_hint = ("log in (`gemini`, then choose a sign-in), or set GEMINI_API_KEY, or "
+                       "point it at a Gemini API server: `amux run --endpoint URL --model NAME "
+                       "gemini`")
+
+    def user_settings(self, args: tuple[str, ...], probe: Probe) -> Mapping[str, str]:
+        """The home Gemini would read and its settings text, and the user's own trusted
+        folders file when they name one."""
+        home = gemini_home(probe.env)
+        path = os.path.join(home, ".gemini", SETTINGS)
+        try:
+            text = probe.read_text(path)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read Gemini's {path}: {exc}") from None
+        found = {"home": home, **({SETTINGS: text} if text is not None else {})}
+        if probe.env.get(TRUSTED):
+            found[TRUSTED] = probe.env[TRUSTED]
+        return found
+
+    def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
+        """The user's global context file, which the launch's mirror replaces with it and
+        the protocol."""
+        settings = self.user_settings(args, probe)
+        home = settings["home"]
+        try:
+            names = context_names(_settings(settings.get(SETTINGS), f"{home}/.gemini/{SETTINGS}"))
+        except PlanRefused as exc:
+            raise ValueError(str(exc)) from None
+        path = os.path.join(home, ".gemini", names[0])
+        try:
+            text = probe.read_text(path)
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read Gemini's {path}: {exc}") from None
+        return (text,) if text else ()
+
+    def isolated_env(self, home: str) -> Mapping[str, str | None]:
+        return {"GEMINI_CLI_HOME": None, TRUSTED: None, "GEMINI_CLI_SYSTEM_SETTINGS_PATH": None}
+
+    session_files = no_session_files
+
+    def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
+        import uuid  # only for Gemini launches
+
+        return str(uuid.uuid5(uuid.UUID(_NAMESPACE), session_id))
+
+    def plan(self, request: AgentRequest) -> LaunchPlan:
+        refuse(request.args, ("--resume", "-r", "--session-id", "--session-file",
+                              "--delete-session"), "Gemini CLI")
+        ref = request.agent_session
+        session = ([] if ref is None else
+                   ["--resume", ref] if request.resume else ["--session-id", ref])
+        endpoint = _endpoint(request.endpoint)
+        memory = request.memory
+        plain = LaunchPlan((request.executable, *session, *request.args), agent_session=ref)
+        if request.files_dir is None or (memory is None and endpoint is None):
+            return with_endpoint(plain, endpoint)
+        found = request.user_settings or NOTHING
+        home = found.get("home") or gemini_home({})
+        real = os.path.join(home, ".gemini")
+        settings = _settings(found.get(SETTINGS), os.path.join(real, SETTINGS))
+        ours = dict(settings)
+        if endpoint is not None:  # its base URL alone selects an auth Gemini refuses
+            security = settings.get("security")
+            security = security if isinstance(security, dict) else {}
+            auth = security.get("auth")
+            ours["security"] = {**security, "auth": {**(auth if isinstance(auth, dict) else {}),
+                                                     "selectedType": "gemini-api-key"}}
+        mirror = os.path.join(request.files_dir, HOME_DIR)
+        dot = os.path.join(mirror, ".gemini")
+        env = {"GEMINI_CLI_HOME": mirror}
+        if TRUSTED not in found:
+            env[TRUSTED] = os.path.join(real, "trustedFolders.json")
+        if memory is None:  # an endpoint launch: only the auth setting
+            return with_endpoint(plain._replace(
+                env=env, files=(_settings_file(dot, ours),),
+                mirrors=(PlanMirror(mirror, home, (".gemini",)),
+                         PlanMirror(dot, real, (SETTINGS,)))), endpoint)
+        names = context_names(settings)
+        instructions = request.frozen_instructions or merge_instructions(
+            list(request.user_instructions), memory.protocol) or ""
+        servers, experimental = settings.get("mcpServers"), settings.get("experimental")
+        ours["mcpServers"] = {**(servers if isinstance(servers, dict) else {}), "amux": {
+            "command": memory.mcp_command[0], "args": list(memory.mcp_command[1:]),
+            "env": dict(memory.env)}}
+        ours["experimental"] = {**(experimental if isinstance(experimental, dict) else {}),
+                                "autoMemory": False}
+        policy = os.path.join(request.files_dir, POLICY_FILE)
+        files = (_settings_file(dot, ours), PlanFile(os.path.join(dot, names[0]), instructions),
+                 PlanFile(policy, _policy(names)))
+        return with_endpoint(LaunchPlan(
+            (request.executable, *session, "--policy", policy, *request.args), env=env,
+            channel="mcp", instructions=instructions,
+            suppression={"argv": ["--policy", policy],
+                         "settings": {"experimental.autoMemory": False}},
+            agent_session=ref, warnings=() if request.resume else (LIMITS,), files=files,
+            mirrors=(PlanMirror(mirror, home, (".gemini",)),
+                     PlanMirror(dot, real, (SETTINGS, names[0])))), endpoint)
+
+
+def _settings_file(dot: str, settings: Mapping[str, Any]) -> PlanFile:
+    return PlanFile(os.path.join(dot, SETTINGS), json.dumps(settings, indent=2) + "\n")

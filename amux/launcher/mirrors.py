@@ -1,0 +1,147 @@
+"""The mirrors a launch plan gives the agent (`PlanMirror`): made before every launch,
+restored after it.
+
+A mirror shows its source as it is at launch, entry by entry as symbolic links, so what
+the agent reads or writes through them is the real thing; only the plan's own names are
+its own. What the agent creates in the mirror itself, or replaces there (a file it writes
+to a temporary name and renames over a link), is moved back into the source when it exits,
+newest over older, so the agent's own state is never lost with the mirror; what cannot be
+moved back (a directory where the source has one too, another file system) stays, with a
+warning naming it, and the mirror is kept. A launch killed before restoring leaves its
+mirror behind: the next launch restores it first.
+
+An isolated run's mirror and source are in the target's home, which the target may change
+under root's feet: every directory there is opened from the home down without following
+links (`planfiles.open_below`) and every entry is handled by name within it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from amux.adapters.base import PlanMirror
+from amux.client.wire import ClientError
+from amux.launcher.planfiles import open_below
+from amux.materializer.target import Target
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def make(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
+    """Make `mirrors` (outer before inner); the warnings of restoring a leftover one."""
+    warnings = restore(mirrors, target) if any(os.path.lexists(m.path) for m in mirrors) else []
+    for mirror in mirrors:
+        path = Path(mirror.path)
+        try:
+            parent = _open(path.parent, target)
+            try:
+                os.mkdir(path.name, 0o700, dir_fd=parent)
+                _own(path.name, parent, target)
+                fd = os.open(path.name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+            finally:
+                os.close(parent)
+            try:
+                for name in _names(mirror.source):
+                    if name not in mirror.own:
+                        os.symlink(os.path.join(mirror.source, name), name, dir_fd=fd)
+                        _own(name, fd, target)
+            finally:
+                os.close(fd)
+        except (OSError, ValueError) as exc:
+            raise ClientError("internal", f"cannot make {path} for the agent: {exc}") from None
+    return warnings
+
+
+def restore(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
+    """Move back what the agent wrote in `mirrors` (inner before outer) and remove them
+    unless something had to stay; a warning for each mirror that keeps something."""
+    warnings = []
+    for mirror in reversed(mirrors):
+        try:
+            fd = _open(Path(mirror.path), target)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError) as exc:
+            warnings.append(f"cannot restore {mirror.path}: {exc}")
+            continue
+        try:
+            kept = _move_back(fd, mirror, target)
+        finally:
+            os.close(fd)
+        if kept:
+            warnings.append(f"kept {mirror.path}: {', '.join(sorted(kept))} could not be "
+                            f"moved back into {mirror.source}; move them by hand")
+    if not warnings:
+        for mirror in mirrors:  # the outer ones hold the inner ones
+            shutil.rmtree(mirror.path, ignore_errors=True)
+    return warnings
+
+
+def _move_back(fd: int, mirror: PlanMirror, target: Target | None) -> list[str]:
+    """The names of the mirror's own entries that had to stay."""
+    kept: list[str] = []
+    source: int | None = None
+    try:
+        for name in os.listdir(fd):
+            if name in mirror.own or _is_our_link(fd, name, mirror):
+                continue
+            try:
+                if source is None:
+                    source = _open(Path(mirror.source), target, create=True)
+                there = _kind(name, source)
+                here = _kind(name, fd)
+                if there is None or (there != "dir" and here != "dir"):
+                    os.rename(name, name, src_dir_fd=fd, dst_dir_fd=source)
+                    continue
+            except (OSError, ValueError):
+                pass
+            kept.append(name)
+    finally:
+        if source is not None:
+            os.close(source)
+    return kept
+
+
+def _is_our_link(fd: int, name: str, mirror: PlanMirror) -> bool:
+    try:
+        return os.readlink(name, dir_fd=fd) == os.path.join(mirror.source, name)
+    except OSError:  # not a link
+        return False
+
+
+def _kind(name: str, fd: int) -> str | None:
+    try:
+        mode = os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+    return "dir" if stat.S_ISDIR(mode) else "other"
+
+
+def _names(source: str) -> list[str]:
+    try:
+        return sorted(os.listdir(source))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def _open(directory: Path, target: Target | None, create: bool = False) -> int:
+    """A descriptor of `directory` (made, 0700, if `create` and it is missing)."""
+    if create and not os.path.lexists(directory):
+        parent = _open(directory.parent, target)
+        try:
+            os.mkdir(directory.name, 0o700, dir_fd=parent)
+            _own(directory.name, parent, target)
+        finally:
+            os.close(parent)
+    if target is None:
+        return os.open(directory, _DIR_FLAGS)
+    return open_below(Path(target.home), directory)
+
+
+def _own(name: str, fd: int, target: Target | None) -> None:
+    if target is not None:
+        os.chown(name, target.uid, target.gid, dir_fd=fd, follow_symlinks=False)
