@@ -1,0 +1,146 @@
+"""The real Gemini CLI (0.61.0) launched through `amux run gemini` against the scripted model.
+
+Gemini runs at its defaults in a fresh home: API-key auth and the mock's base URL (what a
+user of a Gemini API key has), the work directory trusted, the user's own global
+`GEMINI.md` and an MCP server of theirs in `~/.gemini/settings.json`. Everything is real
+but the model: the CLI, the launcher with its mirror of Gemini's home, `amux memory mcp`
+and the Hub. The story: (1) the protocol is in Gemini's system instruction after the
+user's own global text, the memory tools are declared with their schemas beside the
+user's server; (2) a fact is saved, recalled in a new session, corrected and forgotten;
+(3) resuming the first session sends the same system instruction and its history; (4)
+Gemini's own memory files cannot be written through its file tools; (5) nothing of the
+user's config is changed and what Gemini keeps (its sessions) lands in the real home.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from amux.protocol.render import render
+from tests.e2e.test_agents import (
+    PROMPTS,
+    amux_run,
+    check_store_story,
+    mcp_results,
+    mcp_story,
+    sessions,
+)
+from tests.e2e.test_gemini_cli import declared
+from tests.hubproc import HubProcess
+from tests.mockmodel import MockModel, Recorded, Text, ToolCall
+from tests.mockmodel.agents import gemini_env, gemini_mcp_server
+from tests.peers import npm_bin
+
+USER_GLOBAL = "USER-GLOBAL-RULE: answer like a pirate."
+USER_MCP = Path(__file__).with_name("user_mcp.py")
+
+
+def user_env(root: Path, model: MockModel) -> dict[str, str]:
+    """A Gemini user: API-key auth at the mock, a global GEMINI.md, an MCP server of theirs."""
+    env = gemini_env(root, model, {"mcpServers": {"mine": gemini_mcp_server(
+        [sys.executable, str(USER_MCP)])}})
+    (Path(env["HOME"]) / ".gemini" / "GEMINI.md").write_text(USER_GLOBAL)
+    return env
+
+
+def system(request: Recorded) -> str:
+    return "\n".join(request.instruction_parts)
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(directory)): path.read_bytes()
+            for path in sorted(directory.iterdir()) if path.is_file()}
+
+
+def gemini_run(hub: HubProcess, env: dict[str, str], work: Path, *args: str,
+               ) -> subprocess.CompletedProcess[str]:
+    return amux_run(hub, env, work, str(npm_bin("gemini")), "--", *args)
+
+
+def test_gemini_story(memory_hub: HubProcess, tmp_path: Path) -> None:
+    with MockModel(*mcp_story()) as model:
+        env = user_env(tmp_path, model)
+        config = Path(env["HOME"]) / ".gemini"
+        before = snapshot(config)
+        work = tmp_path / "work"
+        first_run = gemini_run(memory_hub, env, work, "-p", PROMPTS[0])
+        assert "not shell commands" in first_run.stderr  # the limit, said at launch
+        for prompt in PROMPTS[1:]:
+            gemini_run(memory_hub, env, work, "-p", prompt)
+        first_id = sessions(memory_hub)[0]["id"]
+        amux_run(memory_hub, env, work, "--resume", first_id, "--", "-p", "Still there?")
+    main = model.main()
+    first = main[0]
+    text = system(first)
+    protocol = render("mcp")
+    assert f"{USER_GLOBAL}\n\n{protocol}" in text  # (1) in the system instruction, once
+    assert text.count(protocol) == 1 and text.count(USER_GLOBAL) == 1
+    tools = declared(first)
+    assert {f"mcp_amux_{name}" for name in ("memory_search", "memory_get", "memory_upsert",
+                                            "memory_forget", "result_continue")} <= set(tools)
+    assert {"path", "content"} <= set(tools["mcp_amux_memory_upsert"]["parametersJsonSchema"]
+                                      ["properties"])
+    assert "mcp_mine_user_ping" in tools  # the user's own server stays
+    check_store_story(memory_hub, model, mcp_results(model))  # (2)
+    resumed = next(r for r in main if r.conversation == 4)
+    assert resumed.instruction_parts == first.instruction_parts  # (3) byte for byte
+    assert PROMPTS[0] in json.dumps(resumed.body["contents"])
+    state = sessions(memory_hub)[0]
+    assert state["adapter"] == "gemini" and state["agent_session"]
+    # (5) The user's config is as it was; what Gemini itself keeps (its installation id, its
+    # project registry, its sessions under the id amux chose) is in the real home, moved
+    # back from the mirror or written through its links; no mirror is left.
+    after = snapshot(config)
+    assert {name: after[name] for name in before} == before
+    assert {name.split(".")[0] for name in set(after) - set(before)} == {"installation_id",
+                                                                         "projects"}
+    assert str(work) in json.loads(after["projects.json"])["projects"]
+    chats = list((config / "tmp").glob("*/chats/session-*.jsonl"))
+    assert len(chats) == 4
+    assert any(state["agent_session"][:8] in chat.name for chat in chats)
+    assert not list(memory_hub.home.glob("sessions/*/gemini-home"))
+
+
+def test_gemini_cannot_write_its_own_memory_files(memory_hub: HubProcess,
+                                                  tmp_path: Path) -> None:
+    """(4) With its file tools on (`--approval-mode auto_edit`), a write to the project's
+    GEMINI.md is denied by the launch's policy; another file is written."""
+    work = tmp_path / "work"
+    note, other = work / "GEMINI.md", work / "notes.txt"
+    with MockModel([ToolCall("write_file", {"file_path": str(note), "content": "- tabs\n"}),
+                    ToolCall("write_file", {"file_path": str(other), "content": "ok\n"}),
+                    Text("Done.")]) as model:
+        env = user_env(tmp_path, model)
+        gemini_run(memory_hub, env, work, "--approval-mode", "auto_edit", "-p", "Note it.")
+    denied, written = model.tool_results("write_file")
+    assert "denied by policy" in denied.text and "amux memory" in denied.text
+    assert not note.exists()
+    assert not written.is_error and other.read_text() == "ok\n"
+
+
+def test_gemini_with_memory_off_and_the_hub_down(memory_hub: HubProcess,
+                                                 tmp_path: Path) -> None:
+    with MockModel([Text("Hello.")], [Text("Hello.")]) as model:
+        env = user_env(tmp_path, model)
+        work = tmp_path / "work"
+        memory_hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
+                                             "value": "false"})
+        off = gemini_run(memory_hub, env, work, "-p", "Hi.")
+        assert "memory.enabled = false" in off.stderr
+        down = amux_run(memory_hub, {**env, "AMUX_HUB": f"unix:{tmp_path}/no-hub.sock",
+                                     "AMUX_TOKEN": "amux_" + "d" * 43}, work,
+                        str(npm_bin("gemini")), "--", "-p", "Hi.")
+        assert "hub_unreachable" in down.stderr
+    for request in model.main():  # Gemini as it is: no protocol, no amux tools
+        assert "amux memory protocol" not in system(request)
+        assert not any(name.startswith("mcp_amux_") for name in declared(request))
+        assert USER_GLOBAL in system(request)
+    assert [state["adapter"] for state in sessions(memory_hub)] == ["gemini", "gemini"]
+
+
+def tool_declarations(request: Recorded) -> list[dict[str, Any]]:
+    return [d for tool in request.tools for d in tool.get("functionDeclarations", [])]
