@@ -59,7 +59,9 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
     pointed = plan(name, EndpointRequest(url, "qwen3", api), with_memory=with_memory)
     extra = len(pointed.argv) - len(bare.argv)
     assert pointed.argv[:1] + pointed.argv[1 + extra:] == bare.argv
-    assert {k: v for k, v in pointed.env.items() if k in bare.env} == dict(bare.env)
+    merged = {"OPENCODE_CONFIG_CONTENT"}  # one JSON text: its keys are compared below
+    assert {k: v for k, v in pointed.env.items() if k in bare.env and k not in merged} == {
+        k: v for k, v in bare.env.items() if k not in merged}
     assert pointed.suppression == bare.suppression and pointed.channel == bare.channel
     assert pointed.instructions == bare.instructions
     assert set(bare.files) <= set(pointed.files)
@@ -76,6 +78,16 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
                              f"{provider}.name": "amux run --endpoint",
                              f"{provider}.base_url": URL, f"{provider}.wire_api": "responses",
                              "model": "qwen3"}
+    elif name == "opencode":
+        config = json.loads(pointed.env["OPENCODE_CONFIG_CONTENT"])
+        model = f"{ENDPOINT_PROVIDER}/qwen3"
+        assert config.pop("model") == config.pop("small_model") == model
+        assert config.pop("provider") == {ENDPOINT_PROVIDER: {
+            "npm": "@ai-sdk/openai-compatible", "name": "amux run --endpoint",
+            "options": {"baseURL": URL, "apiKey": NO_KEY},
+            "models": {"qwen3": {"name": "qwen3"}}}}
+        assert config == json.loads(bare.env.get("OPENCODE_CONFIG_CONTENT", "{}"))
+        assert pointed.env["OPENCODE_DISABLE_MODELS_FETCH"] == "1" and extra == 0
     else:
         [file] = [f for f in pointed.files if f not in bare.files]
         assert pointed.argv[1:1 + extra] == ("--extension", file.path, "--model",

@@ -19,14 +19,19 @@ NAMES = sorted(ADAPTERS)
 
 def launches(name: str, args: list[str]) -> list[LaunchPlan]:
     """New and resumed, with memory and without; pointed at an endpoint (`amux run
-    --endpoint`), with a key and without."""
+    --endpoint`), with a key and without; and a new session as the launcher starts it,
+    with the reference the adapter chooses up front (None: one it learns after the run)."""
     endpoints = [EndpointRequest(URL, "m"), EndpointRequest(URL, "m", None, "MY_KEY")]
     if name == "claude":  # a bearer token is another variable
         endpoints.append(EndpointRequest(URL, "m", None, "ANTHROPIC_AUTH_TOKEN"))
+    if name == "opencode":  # another provider package
+        endpoints.append(EndpointRequest(URL, "m", "anthropic"))
     return [plan(name, with_memory=with_memory, resume=resume, args=args)
             for with_memory in (True, False) for resume in (False, True)] + [
         endpoint_plan(name, endpoint, with_memory=with_memory, args=args)
-        for endpoint in endpoints for with_memory in (True, False)]
+        for endpoint in endpoints for with_memory in (True, False)] + [
+        plan(name, args=args, agent_session=ADAPTERS[name].new_session_ref(
+            "s", "/home/u/.local/share/amux/sessions/s"))]
 
 
 def hook_commands(name: str, args: list[str]) -> list[tuple[str, ...]]:
@@ -75,6 +80,7 @@ def test_everything_declared_is_used_by_some_launch(name: str) -> None:
     env = {key for launch in every for key in amux_env(name, launch)}
     assert declared(name, "env") <= env | set(adapter.isolated_env("/home/t"))
     texts = words | {file.text for launch in every for file in launch.files}
+    texts |= {value for launch in every for value in launch.env.values()}
     for setting in declared(name, "setting"):
         assert any(setting in text for text in texts), setting
     for requirement in adapter.requires:
