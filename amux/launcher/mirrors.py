@@ -8,7 +8,7 @@ to a temporary name and renames over a link), is moved back into the source when
 newest over older, so the agent's own state is never lost with the mirror; what cannot be
 moved back (a directory where the source has one too, another file system) stays, with a
 warning naming it, and the mirror is kept. A launch killed before restoring leaves its
-mirror behind: the next launch restores it first.
+mirror behind: the next launch restores it first, and sets aside what still cannot go back.
 
 An isolated run's mirror and source are in the target's home, which the target may change
 under root's feet: every directory there is opened from the home down without following
@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,6 +35,11 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 def make(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
     """Make `mirrors` (outer before inner); the warnings of restoring a leftover one."""
     warnings = restore(mirrors, target) if any(os.path.lexists(m.path) for m in mirrors) else []
+    for mirror in mirrors:  # what could not go back is set aside, never removed
+        if os.path.lexists(mirror.path):
+            aside = f"{mirror.path}.kept-{time.strftime('%Y%m%d%H%M%S')}"
+            os.rename(mirror.path, aside)
+            warnings.append(f"what an earlier launch left in {mirror.path} is now in {aside}")
     for mirror in mirrors:
         path = Path(mirror.path)
         try:

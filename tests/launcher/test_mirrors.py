@@ -1,0 +1,134 @@
+"""A plan's mirrors (Gemini CLI's home): made from the source as links, and after the agent
+what it created or replaced there goes back into the source; nothing it wrote is lost."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from amux.adapters.base import PlanMirror
+from amux.client.wire import ClientError
+from amux.launcher import mirrors
+from amux.materializer.target import Target
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    """A user's home with `.gemini` (settings, sessions) and something else."""
+    home = tmp_path / "home"
+    (home / ".gemini" / "tmp").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text("{}")
+    (home / ".gemini" / "projects.json").write_text('{"projects": {}}')
+    (home / "notes").mkdir()
+    (home / ".env").write_text("X=1\n")
+    return home
+
+
+def two(home: Path, tmp_path: Path) -> tuple[PlanMirror, PlanMirror]:
+    mirror = tmp_path / "session" / "gemini-home"
+    mirror.parent.mkdir(exist_ok=True)
+    return (PlanMirror(str(mirror), str(home), (".gemini",)),
+            PlanMirror(str(mirror / ".gemini"), str(home / ".gemini"), ("settings.json",)))
+
+
+def test_a_mirror_links_every_entry_but_its_own(home: Path, tmp_path: Path) -> None:
+    outer, inner = two(home, tmp_path)
+    assert mirrors.make((outer, inner), None) == []
+    top, dot = Path(outer.path), Path(inner.path)
+    assert sorted(os.listdir(top)) == [".env", ".gemini", "notes"]
+    assert os.readlink(top / "notes") == str(home / "notes")
+    assert not (top / ".gemini").is_symlink() and not (dot / "settings.json").exists()
+    assert os.readlink(dot / "tmp") == str(home / ".gemini" / "tmp")
+    assert top.stat().st_mode & 0o777 == 0o700
+
+
+def test_what_the_agent_writes_goes_back_and_the_mirror_goes(home: Path,
+                                                              tmp_path: Path) -> None:
+    outer, inner = two(home, tmp_path)
+    mirrors.make((outer, inner), None)
+    dot = Path(inner.path)
+    (dot / "settings.json").write_text('{"ours": 1}')  # the plan's own file
+    (dot / "tmp" / "chat.jsonl").write_text("through the link\n")
+    replaced = dot / "projects.json.tmp"  # written aside and renamed over the link
+    replaced.write_text('{"projects": {"/w": "w"}}')
+    os.replace(replaced, dot / "projects.json")
+    (dot / "installation_id").write_text("new")  # created in the mirror
+    (dot / "history" / "w").mkdir(parents=True)  # a directory created in the mirror
+    assert mirrors.restore((outer, inner), None) == []
+    assert not Path(outer.path).exists()
+    real = home / ".gemini"
+    assert (real / "settings.json").read_text() == "{}"  # never the plan's own
+    assert (real / "tmp" / "chat.jsonl").read_text() == "through the link\n"
+    assert (real / "projects.json").read_text() == '{"projects": {"/w": "w"}}'
+    assert (real / "installation_id").read_text() == "new"
+    assert (real / "history" / "w").is_dir()
+
+
+def test_a_missing_source_is_made_when_the_agent_kept_something(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    outer, inner = two(home, tmp_path)
+    mirrors.make((outer, inner), None)
+    (Path(inner.path) / "tmp").mkdir()
+    mirrors.restore((outer, inner), None)
+    assert (home / ".gemini" / "tmp").is_dir()
+    assert (home / ".gemini").stat().st_mode & 0o777 == 0o700
+
+
+def test_what_cannot_go_back_stays_with_a_warning(home: Path, tmp_path: Path) -> None:
+    outer, inner = two(home, tmp_path)
+    mirrors.make((outer, inner), None)
+    (home / ".gemini" / "history").mkdir()  # appeared meanwhile, beside the agent's own
+    (Path(inner.path) / "history").mkdir()
+    (Path(inner.path) / "history" / "kept").write_text("x")
+    [warning] = mirrors.restore((outer, inner), None)
+    assert "history" in warning and "move them by hand" in warning
+    assert (Path(inner.path) / "history" / "kept").read_text() == "x"  # nothing lost
+    # The next launch restores the leftover first, and sets aside what it still cannot move.
+    again = mirrors.make((outer, inner), None)
+    assert len(again) == 2 and "history" in again[0] and "is now in" in again[1]
+    aside = Path(again[1].rpartition(" ")[2])
+    assert (aside / ".gemini" / "history" / "kept").read_text() == "x"
+    assert os.readlink(Path(inner.path) / "history") == str(home / ".gemini" / "history")
+
+
+def test_a_leftover_mirror_is_restored_before_a_new_one_is_made(home: Path,
+                                                                 tmp_path: Path) -> None:
+    outer, inner = two(home, tmp_path)
+    mirrors.make((outer, inner), None)
+    (Path(inner.path) / "state.json").write_text("left by a killed launch")
+    assert mirrors.make((outer, inner), None) == []
+    assert (home / ".gemini" / "state.json").read_text() == "left by a killed launch"
+    assert os.readlink(Path(inner.path) / "state.json") == str(home / ".gemini" / "state.json")
+
+
+def test_a_mirror_that_cannot_be_made_is_a_clear_error(home: Path, tmp_path: Path) -> None:
+    mirror = PlanMirror(str(tmp_path / "absent" / "gemini-home"), str(home))
+    with pytest.raises(ClientError, match=r"cannot make .*gemini-home"):
+        mirrors.make((mirror,), None)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_an_isolated_mirror_is_the_targets_and_never_follows_its_links(tmp_path: Path) -> None:
+    """The target owns its home: the mirror is theirs, and a link they plant where the
+    source was makes root move nothing there."""
+    home = tmp_path / "target"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".amux" / "sessions" / "s").mkdir(parents=True)
+    target = Target("t", 54321, 54321, (), str(home), "/bin/sh")
+    mirror = home / ".amux" / "sessions" / "s" / "gemini-home"
+    plan = (PlanMirror(str(mirror), str(home), (".gemini",)),
+            PlanMirror(str(mirror / ".gemini"), str(home / ".gemini"), ("settings.json",)))
+    mirrors.make(plan, target)
+    assert (mirror.stat().st_uid, (mirror / ".gemini").stat().st_uid) == (54321, 54321)
+    assert os.lstat(mirror / ".amux").st_uid == 54321  # the links too
+    (mirror / ".gemini" / "installation_id").write_text("x")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (home / ".gemini").rmdir()
+    (home / ".gemini").symlink_to(outside)  # planted by the target meanwhile
+    [warning] = mirrors.restore(plan, target)
+    assert "installation_id" in warning
+    assert list(outside.iterdir()) == []
