@@ -163,3 +163,35 @@ def run_agent(argv: Sequence[str | os.PathLike[str]], env: dict[str, str], cwd: 
     return subprocess.run([str(arg) for arg in argv], env=env, cwd=cwd,
                           stdin=subprocess.DEVNULL, capture_output=True, text=True,
                           timeout=timeout)
+
+
+# -- OpenCode ------------------------------------------------------------------------------------
+
+
+def opencode_provider(model: MockModel) -> dict[str, Any]:
+    """OpenCode config making `mock/mock-model` its model (a custom provider on the bundled
+    `@ai-sdk/openai-compatible`: nothing is installed)."""
+    return {"provider": {"mock": {
+        "npm": "@ai-sdk/openai-compatible", "name": "Mock",
+        "options": {"baseURL": model.base_url, "apiKey": "sk-dummy"},
+        "models": {"mock-model": {"name": "Mock Model"}}}},
+        "model": "mock/mock-model"}
+
+
+def opencode_env(root: Path, model: MockModel, config: dict[str, Any] | None = None,
+                 **extra: str) -> dict[str, str]:
+    """OpenCode against the mock: HOME=root/home with every XDG directory under it, the mock
+    provider (and `config`) in the user's own `OPENCODE_CONFIG_CONTENT`, and offline: no
+    models.dev catalogue, no self-update, and npm offline (OpenCode installs
+    `@opencode-ai/plugin` into each config directory at every start, and its first prompt
+    waits for that). These three are sandbox settings, not amux's."""
+    env = base_env(root)
+    home = Path(env["HOME"])
+    dirs = {"XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local" / "share",
+            "XDG_CACHE_HOME": home / ".cache", "XDG_STATE_HOME": home / ".local" / "state"}
+    for directory in dirs.values():
+        directory.mkdir(parents=True, exist_ok=True)
+    return {**env, **{name: str(path) for name, path in dirs.items()},
+            "OPENCODE_CONFIG_CONTENT": json.dumps({**opencode_provider(model), **(config or {})}),
+            "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "npm_config_offline": "true", **extra}
