@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from amux.adapters import ADAPTERS, for_agent
-from amux.adapters.base import Adapter, AgentRequest, EndpointRequest, LaunchPlan, Memory
+from amux.adapters.base import (
+    Adapter,
+    AgentRequest,
+    EndpointApi,
+    EndpointRequest,
+    LaunchPlan,
+    Memory,
+)
 from amux.adapters.fallback import FallbackAdapter
 from amux.client.wire import ClientError
 from amux.launcher import mirrors, planfiles, rundirs, session_watch, state, wiring
@@ -245,8 +252,9 @@ def _frozen_endpoint(session: state.SessionState) -> EndpointRequest | None:
     if frozen is None:
         return None
     api = frozen.get("api")
-    return EndpointRequest(str(frozen["url"]), str(frozen["model"]),
-                           "anthropic" if api == "anthropic" else "openai" if api else None,
+    kinds: dict[object, EndpointApi] = {"anthropic": "anthropic", "gemini": "gemini",
+                                        "openai": "openai"}
+    return EndpointRequest(str(frozen["url"]), str(frozen["model"]), kinds.get(api),
                            frozen.get("key_env"))
 
 

@@ -336,3 +336,29 @@ def test_the_real_pi_runs_isolated_against_a_scripted_model(world: World) -> Non
     assert "error" not in result.text.lower(), result.text
     assert (world.scope_dir(a) / "notes" / "pi.md").read_text() == "from pi\n"
     assert "amux memory protocol v1 (CLI)" in model.main()[0].instructions
+
+
+def test_the_real_gemini_runs_isolated_through_its_mirror(world: World) -> None:
+    """Gemini CLI as A, pointed at the scripted model with `--endpoint` (no key): its
+    mirror is A's own home, the memory call lands in A's scope, and what Gemini keeps
+    (its session) is in A's real `~/.gemini`, owned by A."""
+    from tests.mockmodel import mcp
+
+    gemini = npm_bin("gemini")
+    a = user_a(world)
+    entry = world.users[a]
+    upsert = mcp("memory_upsert", {"path": "notes/gemini.md", "content": "from gemini\n",
+                                   "expected_revision": "absent"})
+    with MockModel([upsert, Text("Saved.")]) as model:
+        done = world.launch(a, str(gemini), "-p", "Remember.", env={
+            "GEMINI_CLI_TRUST_WORKSPACE": "true"}, options=(
+            "--endpoint", model.url, "--endpoint-api", "gemini", "--model", "gemini-test"))
+        assert done.returncode == 0, done.stdout + done.stderr
+    [result] = model.tool_results("memory_upsert")
+    assert not result.is_error, result.text
+    assert (world.scope_dir(a) / "notes" / "gemini.md").read_text() == "from gemini\n"
+    assert "amux memory protocol v1" in "\n".join(model.main()[0].instruction_parts)
+    home = Path(entry.pw_dir)
+    [chat] = (home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl")
+    assert chat.stat().st_uid == entry.pw_uid
+    assert not list((home / ".amux" / "sessions").glob("*/gemini-home"))
