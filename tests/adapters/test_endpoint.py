@@ -53,7 +53,7 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
                                                                 with_memory: bool) -> None:
     """Pointing at an endpoint only adds: the user's arguments, the memory wiring and the
     suppression are those of the plan without it."""
-    api = "anthropic" if name == "claude" else "openai"
+    api = {"claude": "anthropic", "gemini": "gemini"}.get(name, "openai")
     url = URL.removesuffix("/v1") if name == "claude" else URL
     bare = plan(name, None, with_memory=with_memory)
     pointed = plan(name, EndpointRequest(url, "qwen3", api), with_memory=with_memory)
@@ -64,7 +64,8 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
         k: v for k, v in bare.env.items() if k not in merged}
     assert pointed.suppression == bare.suppression and pointed.channel == bare.channel
     assert pointed.instructions == bare.instructions
-    assert set(bare.files) <= set(pointed.files)
+    settings = [f for f in bare.files if name == "gemini" and f.path.endswith("/settings.json")]
+    assert set(bare.files) - set(settings) <= set(pointed.files)  # Gemini's: below
     if name == "claude":
         assert pointed.env["ANTHROPIC_BASE_URL"] == url
         assert pointed.env["ANTHROPIC_MODEL"] == pointed.env["ANTHROPIC_SMALL_FAST_MODEL"] \
@@ -88,6 +89,14 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
             "models": {"qwen3": {"name": "qwen3"}}}}
         assert config == json.loads(bare.env.get("OPENCODE_CONFIG_CONTENT", "{}"))
         assert pointed.env["OPENCODE_DISABLE_MODELS_FETCH"] == "1" and extra == 0
+    elif name == "gemini":
+        assert pointed.env["GOOGLE_GEMINI_BASE_URL"] == URL and extra == 2
+        assert pointed.argv[1:3] == ("--model", "qwen3")
+        assert pointed.env["GEMINI_API_KEY"] == NO_KEY and "GOOGLE_API_KEY" in pointed.unset
+        [ours] = [json.loads(f.text) for f in pointed.files if f.path.endswith("/settings.json")]
+        assert ours.pop("security") == {"auth": {"selectedType": "gemini-api-key"}}
+        # Nothing else changed (without memory: the user's settings, none here).
+        assert [ours] == ([json.loads(f.text) for f in settings] or [{}])
     else:
         [file] = [f for f in pointed.files if f not in bare.files]
         assert pointed.argv[1:1 + extra] == ("--extension", file.path, "--model",
