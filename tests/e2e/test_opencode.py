@@ -1,0 +1,206 @@
+"""The real OpenCode 1.18.33 through the real `python -m amux run opencode -- run …`, against
+the scripted model, on a real Hub.
+
+Only the model is scripted (tests/mockmodel); OpenCode, the launcher, `amux memory mcp` and
+the Hub are real. The user has a config of their own: the mock provider and an instruction
+file in their own `OPENCODE_CONFIG_CONTENT` (which amux must merge into, not replace), a
+global `opencode.json` with an MCP server of theirs and `permission: {"*": "ask"}` (an ask
+is rejected in `opencode run`), and a project `AGENTS.md`. The offline settings of
+`opencode_env` are the sandbox's (no internet here), not amux's. OpenCode's title request
+(no tools) is a side request (`is_side`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from amux.client.tools import TOOLS
+from amux.protocol.render import render
+from tests.e2e.test_opencode_cli import USER_MCP, is_side, system_text
+from tests.hubproc import HubProcess
+from tests.isolation.test_isolated_runs import World, user_a, world  # noqa: F401 (fixture)
+from tests.mockmodel import MockModel, Recorded, Text, ToolCall
+from tests.mockmodel.agents import opencode_env, opencode_provider
+from tests.peers import npm_bin
+
+PATH = "preferences/editor.md"
+FACT = "Indent with tabs.\n"
+USER_RULE = "USER-RULE-LINE: answer like a pirate."
+PROJECT_RULE = "PROJECT-RULE-LINE: this repository uses tabs."
+UPSERT = ToolCall("amux_memory_upsert", {"path": PATH, "content": FACT,
+                                         "expected_revision": "absent"})
+SEARCH = ToolCall("amux_memory_search", {"query": "tabs"})
+AMUX_TOOLS = [f"amux_{tool['name']}" for tool in TOOLS]
+
+
+def amux_run(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
+             ) -> subprocess.CompletedProcess[str]:
+    cwd.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-m", "amux", "run", *args],
+                          env={**env, "AMUX_HOME": str(hub.home)}, cwd=cwd,
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return done
+
+
+def sessions(home: Path) -> list[dict[str, Any]]:
+    """Every amux session's state, in start order."""
+    found = [json.loads(d.joinpath("state.json").read_text())
+             for d in (home / "sessions").iterdir()]
+    return sorted(found, key=lambda state: state["created_at"])
+
+
+def user_setup(root: Path, model: MockModel) -> tuple[dict[str, str], Path]:
+    """The user's environment and project (module doc); nothing of amux in either."""
+    config = root / "home" / ".config" / "opencode"
+    config.mkdir(parents=True)
+    rules = root / "user-rules.md"
+    rules.write_text(USER_RULE + "\n")
+    (config / "opencode.json").write_text(json.dumps({
+        "$schema": "https://opencode.ai/config.json", "permission": {"*": "ask"},
+        "mcp": {"mine": {"type": "local", "command": [sys.executable, str(USER_MCP)]}}}))
+    work = root / "work"
+    work.mkdir()
+    (work / "AGENTS.md").write_text(PROJECT_RULE + "\n")
+    return opencode_env(root, model, {"instructions": [str(rules)]}), work
+
+
+def tools(request: Recorded) -> dict[str, Any]:
+    return {str(tool["function"]["name"]): tool["function"] for tool in request.tools}
+
+
+def test_opencode_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
+                                                         tmp_path: Path) -> None:
+    """(1) the protocol follows the user's AGENTS.md and their own config's instruction
+    file, and the five tools come with their schemas beside the user's server; (2) a fact
+    saved in one session lands in the Hub and a new session finds it, under the user's
+    `"*": "ask"`; (3) resuming the first amux session continues the same OpenCode session
+    with a byte-identical system message."""
+    opencode = str(npm_bin("opencode"))
+    with MockModel([UPSERT, Text("Saved.")], [SEARCH, Text("You indent with tabs.")],
+                   [Text("Resumed.")], is_side=is_side) as model:
+        env, work = user_setup(tmp_path, model)
+        amux_run(memory_hub, env, work, opencode, "--", "run", "Remember: I indent with tabs.")
+        amux_run(memory_hub, env, work, opencode, "--", "run", "How do I indent?")
+        first, second = sessions(memory_hub.home)
+        resumed = amux_run(memory_hub, env, work, "--resume", first["id"], "--", "run",
+                           "--format", "json", "Still there?")
+    main = model.main()
+    opening = main[0]
+    system = system_text(opening)
+    protocol = render("mcp")
+    # (1) OpenCode's own prompt first, then the user's, then the protocol file.
+    assert system.startswith("You are opencode")
+    assert system.index(PROJECT_RULE) < system.index(USER_RULE) < system.index(protocol)
+    protocol_file = memory_hub.home / "sessions" / first["id"] / "opencode-instructions.md"
+    assert f"Instructions from: {protocol_file}\n{protocol}" in system
+    sent = tools(opening)
+    for tool in TOOLS:
+        assert sent[f"amux_{tool['name']}"]["parameters"]["properties"] == \
+            tool["inputSchema"]["properties"]
+    assert {"mine_user_lookup", "mine_user_ping", "bash"} <= set(sent)
+    # (2) Saved despite the user's ask rule, found by the next session.
+    [saved] = model.tool_results("amux_memory_upsert")
+    assert not saved.is_error and json.loads(saved.text)["created"] is True, saved.text
+    status, stored = memory_hub.call("/v1/memory/get", {"path": PATH})
+    assert status == 200 and stored["content"] == FACT
+    [found] = model.tool_results("amux_memory_search")
+    assert not found.is_error and PATH in found.text
+    # (3) Each new session's OpenCode id was learnt from the plugin's file, and the resume
+    # continued that one: same id, same system message, the history replayed.
+    assert first["agent_session"].startswith("ses_") and second["agent_session"]
+    assert first["agent_session"] != second["agent_session"]
+    assert opening.headers["x-session-id"] == first["agent_session"]
+    again = main[-1]  # (OpenCode itself quotes a prompt argument that holds a space)
+    assert again.body["messages"][-1] == {"role": "user", "content": '"Still there?"'}
+    assert again.headers["x-session-id"] == first["agent_session"]
+    assert again.body["messages"][0] == opening.body["messages"][0]
+    assert "Remember: I indent with tabs." in json.dumps(again.body["messages"])
+    events = [json.loads(line) for line in resumed.stdout.splitlines() if line.startswith("{")]
+    assert {event["sessionID"] for event in events} == {first["agent_session"]}
+    # The user's own config files were not touched (OpenCode's .gitignore aside).
+    config = tmp_path / "home" / ".config" / "opencode"
+    assert sorted(p.name for p in config.iterdir()) in (
+        ["opencode.json"], [".gitignore", "opencode.json"])
+
+
+def test_opencode_without_memory_and_with_the_hub_down(hub: HubProcess,
+                                                       tmp_path: Path) -> None:
+    """(4) memory off on the Hub: no tools, no protocol, OpenCode still answers; (5) the Hub
+    unreachable: the same, with a warning naming why."""
+    opencode = str(npm_bin("opencode"))
+    with MockModel([Text("Off.")], [Text("Down.")], is_side=is_side) as model:
+        env, work = user_setup(tmp_path, model)
+        off = amux_run(hub, env, work, opencode, "--", "run", "Hi.")  # memory.enabled false
+        down = amux_run(hub, {**env, "AMUX_HUB": f"unix:{tmp_path}/no-hub.sock",
+                              "AMUX_TOKEN": "amux_" + "d" * 43}, work, opencode, "--",
+                        "run", "Hi again.")
+    assert "memory.enabled = false" in off.stderr
+    assert "hub_unreachable" in down.stderr
+    assert off.stdout.strip() == "Off." and down.stdout.strip() == "Down."
+    for request in model.main():
+        assert not set(AMUX_TOOLS) & set(tools(request))
+        assert "amux memory protocol" not in system_text(request)
+        assert USER_RULE in system_text(request)  # the user's own config still applies
+    # Without memory the session is still learnt (the plugin), so it can be resumed.
+    assert all(state["agent_session"] for state in sessions(hub.home))
+
+
+def test_opencode_reaches_an_endpoint_with_a_key_it_reads_itself(memory_hub: HubProcess,
+                                                                 tmp_path: Path) -> None:
+    """`--endpoint` on a home with no provider: OpenCode substitutes `{env:VAR}` from its
+    own environment, so the key reaches the server but no argv, plan or state holds it."""
+    secret = "sk-endpoint-" + "7" * 20
+    with MockModel([Text("From the endpoint.")], is_side=is_side) as model:
+        env = opencode_env(tmp_path, model)
+        del env["OPENCODE_CONFIG_CONTENT"]  # no provider of the user's: the endpoint's only
+        env["MY_ENDPOINT_KEY"] = secret
+        done = amux_run(memory_hub, env, tmp_path / "work", "--endpoint", model.base_url,
+                        "--model", "served-model", "--endpoint-key-env", "MY_ENDPOINT_KEY",
+                        str(npm_bin("opencode")), "--", "run", "Hi.")
+    assert done.stdout.strip() == "From the endpoint."
+    [request] = model.main()
+    assert request.headers["authorization"] == f"Bearer {secret}"
+    assert request.body["model"] == "served-model"
+    [state] = sessions(memory_hub.home)
+    assert state["agent_session"] and secret not in json.dumps(state)
+    assert all(r.headers.get("authorization") == f"Bearer {secret}" for r in model.side())
+
+
+def test_opencode_runs_isolated_as_another_user(world: World) -> None:  # noqa: F811
+    """(7) `amux run --as-user`: OpenCode as the target, with the target's own config (the
+    launcher's is never passed on); its session id is learnt and its memory call lands in
+    the Hub under the target's principal. The pinned install under the repository is
+    world-readable and -executable, so the target runs it in place."""
+    opencode = npm_bin("opencode")
+    assert os.stat(opencode.resolve()).st_mode & 0o005 == 0o005
+    a = user_a(world)
+    entry = world.users[a]
+    upsert = ToolCall("amux_memory_upsert", {"path": "notes/opencode.md",
+                                             "content": "from opencode\n",
+                                             "expected_revision": "absent"})
+    with MockModel([upsert, Text("Saved.")], is_side=is_side) as model:
+        config = Path(entry.pw_dir) / ".config" / "opencode"  # provisioned for A explicitly
+        config.mkdir(parents=True)
+        (config / "opencode.json").write_text(json.dumps(
+            {"$schema": "https://opencode.ai/config.json", **opencode_provider(model)}))
+        for path in (config.parent, config, config / "opencode.json"):
+            os.chown(path, entry.pw_uid, entry.pw_gid)
+        done = world.launch(a, str(opencode), "run", "Remember.", env={
+            "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
+            "npm_config_offline": "true",
+            "OPENCODE_CONFIG_CONTENT": '{"model": "launcher/its-own"}'})  # never A's
+        assert done.returncode == 0, done.stdout + done.stderr
+    [result] = model.tool_results("amux_memory_upsert")
+    assert not result.is_error, result.text
+    assert (world.scope_dir(a) / "notes" / "opencode.md").read_text() == "from opencode\n"
+    [state] = sessions(world.hub.home)
+    assert state["as_user"] == a and state["agent_session"].startswith("ses_")
+    assert model.main()[0].headers["x-session-id"] == state["agent_session"]
+    assert "amux memory protocol" in system_text(model.main()[0])
