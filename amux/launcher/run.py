@@ -141,6 +141,7 @@ class Launch(NamedTuple):
             "suppression": dict(plan.suppression), "agent_session": plan.agent_session,
             "files": [entry["path"] for entry in writes], "writes": writes,
             "run_dir": None if self.run_dir is None else str(self.run_dir.path),
+            "mirrors": [dict(mirror._asdict()) for mirror in plan.mirrors],
             "warnings": list(plan.warnings),
         }
 
