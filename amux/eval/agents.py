@@ -11,6 +11,11 @@ agent's final answer back.
   edits in the work directory are allowed, as a user approving them would).
 - Codex: `codex exec -s workspace-write -o FILE …`.
 - Pi: `pi -p …`.
+- Gemini CLI: `gemini -p … --approval-mode auto_edit`; its home is the run's (the adapter's
+  mirror of `~/.gemini` is made from it), the work directory trusted for the run by
+  `GEMINI_CLI_TRUST_WORKSPACE` (no trusted-folders file is written).
+- OpenCode: `opencode run …` (its default permissions allow edits; an `ask` would be
+  rejected in `run`), every XDG directory under the run's home.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol
 
+from amux.adapters import gemini
 from amux.eval.wire import WireName
 
 KEY_VARIABLE = "AMUX_EVAL_API_KEY"
@@ -77,6 +83,9 @@ class EvalAgent(Protocol):
     wire: ClassVar[WireName]
     key_variable: ClassVar[str]
     """The user's variable holding the endpoint key, by default."""
+    limits: ClassVar[tuple[str, ...]]
+    """Warnings `amux run` prints at every new launch of this agent that state a limit of
+    its adapter, not a failure to wire memory (left out of a turn's warnings)."""
 
     def configure(self, homes: Homes) -> dict[str, str]:
         """The environment that keeps the agent in `homes.home` (its config directory)."""
@@ -95,6 +104,7 @@ class Claude:
     name: ClassVar[str] = "claude"
     wire: ClassVar[WireName] = "anthropic"
     key_variable: ClassVar[str] = "ANTHROPIC_API_KEY"
+    limits: ClassVar[tuple[str, ...]] = ()
 
     def configure(self, homes: Homes) -> dict[str, str]:
         (homes.home / ".claude").mkdir(parents=True, exist_ok=True)
@@ -121,6 +131,7 @@ class Codex:
     name: ClassVar[str] = "codex"
     wire: ClassVar[WireName] = "responses"
     key_variable: ClassVar[str] = "OPENAI_API_KEY"
+    limits: ClassVar[tuple[str, ...]] = ()
 
     def configure(self, homes: Homes) -> dict[str, str]:
         codex_home = homes.home / ".codex"
@@ -148,6 +159,7 @@ class Pi:
     name: ClassVar[str] = "pi"
     wire: ClassVar[WireName] = "chat"
     key_variable: ClassVar[str] = "OPENAI_API_KEY"
+    limits: ClassVar[tuple[str, ...]] = ()
 
     def configure(self, homes: Homes) -> dict[str, str]:
         agent_dir = homes.home / ".pi" / "agent"
@@ -161,7 +173,56 @@ class Pi:
         return stdout.strip()
 
 
-AGENTS: dict[str, EvalAgent] = {agent.name: agent for agent in (Claude(), Codex(), Pi())}
+class Gemini:
+    name: ClassVar[str] = "gemini"
+    wire: ClassVar[WireName] = "gemini"
+    key_variable: ClassVar[str] = "GEMINI_API_KEY"
+    limits: ClassVar[tuple[str, ...]] = (gemini.LIMITS,)
+
+    def configure(self, homes: Homes) -> dict[str, str]:
+        """HOME is the run's (`amux.eval.live` sets it), so the adapter's mirror is made
+        from `homes.home/.gemini`: API-key auth selected there (the adapter forces it for an
+        endpoint launch too), and the run's work directory trusted by the variable."""
+        dot = homes.home / ".gemini"
+        dot.mkdir(parents=True, exist_ok=True)
+        settings = dot / "settings.json"
+        if not settings.exists():
+            settings.write_text(json.dumps({"security": {"auth": {
+                "selectedType": "gemini-api-key"}}}, indent=2) + "\n")
+        return {"GEMINI_CLI_TRUST_WORKSPACE": "true"}
+
+    def turn(self, homes: Homes, prompt: str) -> list[str]:
+        return ["-p", prompt, "--approval-mode", "auto_edit"]
+
+    def answer(self, homes: Homes, stdout: str) -> str:
+        return stdout.strip()
+
+
+class OpenCode:
+    name: ClassVar[str] = "opencode"
+    wire: ClassVar[WireName] = "chat"
+    key_variable: ClassVar[str] = "OPENAI_API_KEY"
+    limits: ClassVar[tuple[str, ...]] = ()
+
+    def configure(self, homes: Homes) -> dict[str, str]:
+        dirs = {"XDG_CONFIG_HOME": homes.home / ".config",
+                "XDG_DATA_HOME": homes.home / ".local" / "share",
+                "XDG_CACHE_HOME": homes.home / ".cache",
+                "XDG_STATE_HOME": homes.home / ".local" / "state"}
+        for directory in dirs.values():
+            directory.mkdir(parents=True, exist_ok=True)
+        return {**{key: str(value) for key, value in dirs.items()},
+                "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"}
+
+    def turn(self, homes: Homes, prompt: str) -> list[str]:
+        return ["run", prompt]
+
+    def answer(self, homes: Homes, stdout: str) -> str:
+        return stdout.strip()  # the banner and colours go to standard error
+
+
+AGENTS: dict[str, EvalAgent] = {agent.name: agent for agent in (
+    Claude(), Codex(), Pi(), Gemini(), OpenCode())}
 
 
 def find_binary(name: str, override: str | None = None) -> Path | None:

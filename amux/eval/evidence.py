@@ -2,9 +2,10 @@
 
 1. **The conversation** as the recording proxy saw it (`amux.eval.proxy`): every tool call
    the model made, with the result the agent sent back, read from the history each model
-   request carries. Memory calls are the `amux` MCP tools (`mcp__amux__memory_*`, or Codex's
-   `memory_*` in the `mcp__amux` namespace) and `amux memory …` commands in a shell tool
-   (Pi, or any agent that shells out). This is the model's own view, the same for every
+   request carries. Memory calls are the `amux` MCP tools (Claude's `mcp__amux__memory_*`,
+   Codex's `memory_*` in the `mcp__amux` namespace, Gemini CLI's `mcp_amux_memory_*`,
+   OpenCode's `amux_memory_*`) and `amux memory …` commands in a shell tool (Pi, or any
+   agent that shells out). This is the model's own view, the same for every
    agent, and it includes calls the agent refused to carry out.
 2. **The store** before and after, through the Hub API: what the memory calls did.
 3. **Files** under the run root (work directory and agent home) before and after: writes
@@ -27,19 +28,19 @@ from amux.eval.workspace import FileState
 
 Place = Literal["agents_md", "native_memory", "repository", "local_note"]
 PLACES: dict[Place, str] = {
-    "agents_md": "AGENTS.md/CLAUDE.md", "native_memory": "the agent's native memory",
+    "agents_md": "AGENTS.md/CLAUDE.md/GEMINI.md", "native_memory": "the agent's native memory",
     "repository": "a repository file", "local_note": "a local note",
 }
-INSTRUCTION_FILES = frozenset({"agents.md", "claude.md", "agents.override.md"})
+INSTRUCTION_FILES = frozenset({"agents.md", "claude.md", "agents.override.md", "gemini.md"})
 NATIVE_SEGMENTS = frozenset({"memory", "memories", "memories_v2"})
 NOTE_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".org", ".rst", ".note", ".notes", ""})
 WRITE_TOOLS = re.compile(r"^(?:write|edit|multiedit|notebookedit|create_file|str_replace"
-                         r"(?:_editor|_based_edit_tool)?|apply_patch|write_file|edit_file)$",
-                         re.IGNORECASE)
+                         r"(?:_editor|_based_edit_tool)?|apply_patch|write_file|edit_file"
+                         r"|replace)$", re.IGNORECASE)
 SHELL_TOOLS = re.compile(r"^(?:bash|shell|local_shell|exec_command|shell_command|run_command"
-                         r"|terminal)$", re.IGNORECASE)
-_MCP = re.compile(r"^(?:mcp__amux__)?(memory_search|memory_get|memory_upsert|memory_forget"
-                  r"|result_continue)$")
+                         r"|run_shell_command|terminal)$", re.IGNORECASE)
+_MCP = re.compile(r"^(?:mcp__amux__|mcp_amux_|amux_)?(memory_search|memory_get|memory_upsert"
+                  r"|memory_forget|result_continue)$")
 _CLI = re.compile(r"\bamux\s+memory\s+(search|show|get|upsert|forget|list|export|edit)\b"
                   r"([^\n;&|]*)")
 _CLI_OPS = {"search": "search", "show": "get", "get": "get", "upsert": "upsert",
@@ -48,7 +49,8 @@ _ERROR_JSON = re.compile(r'"error"\s*:\s*\{\s*"code"')
 _HEREDOC = re.compile(r"<<-?\s*['\"]?(\w+)['\"]?[^\n]*\n.*?\n\s*\1\b", re.DOTALL)
 _REDIRECT = re.compile(r"(?:>>?|\btee\b(?:\s+-a)?|\btouch\b)\s*['\"]?([^\s'\";|&<>)]+)")
 _PATCH = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$", re.MULTILINE)
-_PATH_KEYS = ("file_path", "path", "notebook_path", "filename", "target_file", "file")
+_PATH_KEYS = ("file_path", "filePath", "path", "notebook_path", "filename", "target_file",
+              "file")
 
 
 @dataclass

@@ -33,7 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -76,15 +77,18 @@ class LiveOptions:
     progress: TextIO | None = None
     """Where progress goes (standard error when None): a bar when it is a terminal, plain
     lines otherwise (`amux.eval.progress`)."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Variables added to every agent's environment, last (the caller's environment is
+    not passed on but for `_KEPT`); tests give `npm_config_offline=true` for OpenCode."""
 
 
 class _Session:
     """Everything one sample's turns share: the agent, its endpoint, the run root."""
 
     def __init__(self, agent: EvalAgent, binary: Path, endpoint: Endpoint, homes: Homes,
-                 hub: EvalHub, timeout: float) -> None:
+                 hub: EvalHub, timeout: float, extra: Mapping[str, str]) -> None:
         self.agent, self.binary, self.endpoint, self.homes = agent, binary, endpoint, homes
-        self.hub, self.timeout = hub, timeout
+        self.hub, self.timeout, self.extra = hub, timeout, extra
         homes.make()
         make_repository(homes.work)
         self.env = self._environment()
@@ -97,6 +101,7 @@ class _Session:
         env.update(self.agent.configure(self.homes))
         self.options, key = self.endpoint.launch_options()
         env.update(key)
+        env.update(self.extra)
         return env
 
     def turn(self, index: int, prompt: str, proxy: Proxy, tag: str,
@@ -124,7 +129,8 @@ class _Session:
         turn.stderr = stderr
         turn.warnings = [line.removeprefix("amux run: warning: ")
                          for line in stderr.splitlines()
-                         if line.startswith("amux run: warning: ")]
+                         if line.startswith("amux run: warning: ")
+                         and line.removeprefix("amux run: warning: ") not in self.agent.limits]
         turn.answer = self.agent.answer(self.homes, stdout)
         turn.store_after = self.hub.documents()
         changes = changed(files_before, snapshot(self.homes.root))
@@ -236,7 +242,8 @@ def _run(options: LiveOptions, agent: EvalAgent, binary: Path, key: str | None,
                 began = time.monotonic()
                 hub.reset(scenario.seed)
                 homes = Homes(runs / f"{scenario.name}-{number}")
-                session = _Session(agent, binary, endpoint, homes, hub, options.timeout)
+                session = _Session(agent, binary, endpoint, homes, hub, options.timeout,
+                                   options.env)
                 turns = []
                 for index, spec in enumerate(scenario.turns):
                     turn = session.turn(index, spec.prompt, proxy,
@@ -273,8 +280,8 @@ def _capture(agent: EvalAgent, binary: Path, hub: EvalHub, root: Path,
     hub.reset({})
     with Proxy(None) as capture:
         endpoint = Endpoint(capture.base_url(options.base_url), options.model, None)
-        session = _Session(agent, binary, endpoint, Homes(root), hub, min(options.timeout,
-                                                                          300.0))
+        session = _Session(agent, binary, endpoint, Homes(root), hub,
+                           min(options.timeout, 300.0), options.env)
         turn = session.turn(0, CAPTURE_PROMPT, capture, "capture")
         first = next((e for e in capture.exchanges() if e.model_request), None)
     if first is None or first.api is None:

@@ -64,8 +64,9 @@ class Exchange:
 
     @property
     def model_request(self) -> bool:
-        """A request to one of the three model APIs that offers tools (the agent's main
-        conversation; side requests such as titles offer none)."""
+        """A request to one of the model APIs that offers tools (the agent's main
+        conversation; side requests such as titles or Gemini CLI's model router offer
+        none)."""
         return self.api is not None and wire.lists_tools(self.body)
 
     def parsed(self) -> wire.Parsed:
@@ -147,11 +148,14 @@ def _handler_for(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
         def _answer_locally(self, exchange: Exchange) -> None:
             if exchange.api is not None:
                 content_type, payload = wire.render_text(exchange.api, exchange.body,
-                                                         proxy.reply)
+                                                         proxy.reply, exchange.path)
                 status = 200
             elif exchange.path.endswith("/count_tokens"):
                 content_type, status = wire.JSON, 200
                 payload = json.dumps({"input_tokens": exchange.request_bytes // 4}).encode()
+            elif exchange.path.endswith(":countTokens"):  # Gemini's
+                content_type, status = wire.JSON, 200
+                payload = json.dumps({"totalTokens": exchange.request_bytes // 4}).encode()
             elif exchange.path.rstrip("/").endswith("/models") and self.command == "GET":
                 content_type, status = wire.JSON, 200
                 payload = json.dumps({"object": "list", "data": []}).encode()

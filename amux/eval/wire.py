@@ -1,8 +1,13 @@
-"""The three model wire APIs as the evaluation reads them, and a canned reply for capture runs.
+"""The four model wire APIs as the evaluation reads them, and a canned reply for capture runs.
 
 - `anthropic` — Messages API (`POST …/v1/messages`): Claude Code.
 - `responses` — OpenAI Responses API (`POST …/responses`): Codex.
-- `chat` — OpenAI Chat Completions (`POST …/chat/completions`): Pi.
+- `chat` — OpenAI Chat Completions (`POST …/chat/completions`): Pi, OpenCode.
+- `gemini` — the Gemini API (`POST …/models/NAME:generateContent`, one JSON document, and
+  `…:streamGenerateContent?alt=sse`, `data:` lines with no event names and no `[DONE]`):
+  Gemini CLI. Tool calls are `functionCall` parts of the model's turns in `contents`, their
+  results `functionResponse` parts of the next user turn; the instructions are
+  `systemInstruction`. Streaming is chosen by the path, not the body (`render_text`'s `path`).
 
 From a request body: the tool calls the model made earlier in the conversation and the
 results the agent sent back (the history every request carries), whether it lists tools,
@@ -21,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-WireName = Literal["anthropic", "responses", "chat"]
+WireName = Literal["anthropic", "responses", "chat", "gemini"]
 SSE = "text/event-stream"
 JSON = "application/json"
 CHARS_PER_TOKEN = 4
@@ -52,7 +57,10 @@ class Parsed:
 
 
 def wire_for(path: str) -> WireName | None:
-    """The wire API a request path (query removed) belongs to, or None."""
+    """The wire API a request path belongs to (a query string is ignored), or None."""
+    path = path.partition("?")[0]
+    if path.endswith((":generateContent", ":streamGenerateContent")):
+        return "gemini"
     if path.endswith("/messages"):
         return "anthropic"
     if path.endswith("/responses"):
@@ -125,6 +133,8 @@ def tool_calls(wire: WireName, body: Any) -> list[ToolCall]:
             elif kind.endswith("call_output"):
                 output = item.get("output")
                 results[call_id] = (_text(output), False)
+    elif wire == "gemini":
+        return _gemini_calls(body)
     else:
         for message in body.get("messages") or []:
             if not isinstance(message, dict):
@@ -145,6 +155,51 @@ def tool_calls(wire: WireName, body: Any) -> list[ToolCall]:
     return list(calls.values())
 
 
+def _parts(content: Any) -> list[dict[str, Any]]:
+    parts = content.get("parts") if isinstance(content, dict) else None
+    return [part for part in parts if isinstance(part, dict)] if isinstance(parts, list) else []
+
+
+def _gemini_calls(body: dict[str, Any]) -> list[ToolCall]:
+    """Gemini's `functionCall` parts (model turns) and `functionResponse` parts (the next
+    user turn). Ids are optional in the Gemini API, and Gemini CLI 0.61.0 prefixes the
+    model's id with `NAME__` in its response: a result answers the call with its id, else
+    the oldest unanswered call of its name."""
+    calls: list[ToolCall] = []
+    by_id: dict[str, ToolCall] = {}
+    for turn, content in enumerate(body.get("contents") or []):
+        for number, part in enumerate(_parts(content)):
+            call, response = part.get("functionCall"), part.get("functionResponse")
+            if isinstance(call, dict) and isinstance(content, dict) \
+                    and content.get("role") == "model":
+                name = str(call.get("name"))
+                call_id = str(call.get("id") or f"gemini_{turn}_{number}")
+                found = ToolCall(call_id, name, _arguments(call.get("args")))
+                calls.append(found)
+                by_id.setdefault(call_id, found)
+            elif isinstance(response, dict):
+                name = str(response.get("name"))
+                given = str(response.get("id") or "")
+                answered = by_id.get(given) or by_id.get(given.removeprefix(f"{name}__"))
+                if answered is None or answered.result is not None:
+                    answered = next((c for c in calls if c.name == name and c.result is None),
+                                    None)
+                if answered is not None:
+                    answered.result, answered.is_error = _gemini_result(response.get("response"))
+    return calls
+
+
+def _gemini_result(response: Any) -> tuple[str, bool]:
+    """A `functionResponse.response` as (text, is_error): its `output` or `error`."""
+    if isinstance(response, dict):
+        if "error" in response:
+            error = response["error"]
+            return (error if isinstance(error, str) else json.dumps(error)), True
+        if isinstance(response.get("output"), str):
+            return str(response["output"]), False
+    return _text(response), False
+
+
 def lists_tools(body: Any) -> bool:
     """Whether the request offers the model tools (side requests such as titles do not)."""
     return isinstance(body, dict) and bool(body.get("tools"))
@@ -154,6 +209,7 @@ _CONTENT_FIELDS: dict[WireName, tuple[str, ...]] = {
     "anthropic": ("system", "messages", "tools"),
     "responses": ("instructions", "input", "tools"),
     "chat": ("messages", "tools"),
+    "gemini": ("systemInstruction", "contents", "tools"),
 }
 
 
@@ -182,17 +238,26 @@ def size(wire: WireName, body: Any) -> Size:
 
     listed = body.get("tools")
     tools: list[Any] = listed if isinstance(listed, list) else []
+    if wire == "gemini":  # one entry holds every declaration: count those
+        tools = [declaration for tool in tools if isinstance(tool, dict)
+                 for declaration in tool.get("functionDeclarations") or []] or tools
     return Size(sum(chars(body.get(key)) for key in _CONTENT_FIELDS[wire]),
                 len(instructions(wire, body)), len(tools), chars(tools))
 
 
 def instructions(wire: WireName, body: Any) -> str:
     """The agent's instruction channel: Claude's `system`, Codex's instructions and
-    developer messages, the system message of a chat request."""
+    developer messages, the system message of a chat request, Gemini's
+    `systemInstruction` (a content with text parts, or a plain string)."""
     if not isinstance(body, dict):
         return ""
     if wire == "anthropic":
         return _text(body.get("system"))
+    if wire == "gemini":
+        system = body.get("systemInstruction")
+        if isinstance(system, str):
+            return system
+        return "\n".join(str(part["text"]) for part in _parts(system) if "text" in part)
     if wire == "responses":
         parts = [_text(body.get("instructions"))] if body.get("instructions") else []
         parts += [_text(item.get("content")) for item in body.get("input") or []
@@ -226,6 +291,15 @@ def _events(payload: bytes) -> Iterator[Any]:
             continue
 
 
+def _flattened(events: Iterator[Any]) -> Iterator[dict[str, Any]]:
+    """The JSON objects of `events`, a JSON array's (Gemini's stream without `alt=sse`)
+    taken one by one."""
+    for event in events:
+        for item in event if isinstance(event, list) else [event]:
+            if isinstance(item, dict):
+                yield item
+
+
 def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
@@ -235,9 +309,7 @@ def parse_response(wire: WireName, payload: bytes) -> Parsed:
     parsed = Parsed()
     texts: list[str] = []
     handle: Callable[[dict[str, Any], Parsed, list[str]], None] = _HANDLERS[wire]
-    for event in _events(payload):
-        if not isinstance(event, dict):
-            continue
+    for event in _flattened(_events(payload)):
         parsed.events += 1
         if isinstance(event.get("error"), dict | str):
             parsed.errors.append(json.dumps(event["error"])[:500])
@@ -296,8 +368,18 @@ def _chat(event: dict[str, Any], parsed: Parsed, texts: list[str]) -> None:
             texts.append(part["content"])
 
 
+def _gemini(event: dict[str, Any], parsed: Parsed, texts: list[str]) -> None:
+    usage = event.get("usageMetadata")
+    if isinstance(usage, dict) and "promptTokenCount" in usage:
+        parsed.prompt_tokens = _int(usage.get("promptTokenCount"))
+    for candidate in event.get("candidates") or []:
+        if isinstance(candidate, dict):
+            texts.extend(str(part["text"]) for part in _parts(candidate.get("content"))
+                         if isinstance(part.get("text"), str) and not part.get("thought"))
+
+
 _HANDLERS: dict[WireName, Callable[[dict[str, Any], Parsed, list[str]], None]] = {
-    "anthropic": _anthropic, "responses": _responses, "chat": _chat,
+    "anthropic": _anthropic, "responses": _responses, "chat": _chat, "gemini": _gemini,
 }
 
 
@@ -310,12 +392,16 @@ def _sse(events: list[tuple[str | None, Any]]) -> bytes:
                    for name, data in events).encode()
 
 
-def render_text(wire: WireName, body: Any, text: str) -> tuple[str, bytes]:
-    """(content type, body) of a plain text answer to `body`, streamed when it asked to be."""
+def render_text(wire: WireName, body: Any, text: str, path: str = "") -> tuple[str, bytes]:
+    """(content type, body) of a plain text answer to `body`, streamed when it asked to be
+    (Gemini: when `path` is `…:streamGenerateContent`)."""
     request = body if isinstance(body, dict) else {}
     model = str(request.get("model", "capture"))
     stream = bool(request.get("stream"))
     tokens = size(wire, request).estimated_tokens
+    if wire == "gemini":
+        return _render_gemini(request, text, path.partition("?")[0].endswith(
+            ":streamGenerateContent"), tokens)
     if wire == "anthropic":
         usage = {"input_tokens": tokens, "output_tokens": 1}
         message = {"id": "msg_capture", "type": "message", "role": "assistant",
@@ -375,4 +461,48 @@ def render_text(wire: WireName, body: Any, text: str) -> tuple[str, bytes]:
         (None, {**chunk, "choices": [{"index": 0, "finish_reason": "stop", "delta": {}}]}),
         (None, {**chunk, "choices": [], "usage": usage}),
         (None, "[DONE]"),
+    ])
+
+
+def _json_instance(schema: Any, text: str) -> Any:
+    """The smallest instance of a JSON schema (Gemini's upper-case types too): required
+    properties only, the first enum value, `text` for strings, 1 for numbers."""
+    if not isinstance(schema, dict):
+        return text
+    if schema.get("enum"):
+        return schema["enum"][0]
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {key: _json_instance(properties.get(key), text)
+                for key in schema.get("required") or []}
+    return {"array": [], "boolean": False, "integer": 1, "number": 1,
+            "null": None}.get(kind, text)
+
+
+def _render_gemini(request: dict[str, Any], text: str, stream: bool,
+                   tokens: int) -> tuple[str, bytes]:
+    """A `GenerateContentResponse` with `text` (as JSON when the request asks for JSON:
+    Gemini CLI's model router and other side requests retry any other answer), streamed as
+    two `data:` events: the part, then the finish reason with the usage."""
+    config = request.get("generationConfig")
+    if isinstance(config, dict) and config.get("responseMimeType") == JSON:
+        try:
+            json.loads(text)
+        except ValueError:
+            schema = config.get("responseJsonSchema") or config.get("responseSchema")
+            text = json.dumps(_json_instance(schema, text))
+    content = {"role": "model", "parts": [{"text": text}]}
+    usage = {"promptTokenCount": tokens, "candidatesTokenCount": 1,
+             "totalTokenCount": tokens + 1}
+    base = {"modelVersion": "capture", "responseId": "resp_capture"}
+    done = {"candidates": [{"content": content, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": usage, **base}
+    if not stream:
+        return JSON, json.dumps(done).encode()
+    return SSE, _sse([
+        (None, {"candidates": [{"content": content, "index": 0}], **base}),
+        (None, {"candidates": [{"content": {"role": "model", "parts": []},
+                                "finishReason": "STOP", "index": 0}],
+                "usageMetadata": usage, **base}),
     ])
