@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from amux.eval.agents import EvalAgent
 
 _DESCRIPTION = (
     "Run the memory scenarios (remember and recall, correct, forget, injected text in "
@@ -16,7 +21,9 @@ _DESCRIPTION = (
 _EPILOG = (
     "Base URL: what the agent itself takes: Claude Code's ANTHROPIC_BASE_URL (e.g. "
     "https://api.anthropic.com or http://localhost:11434), the OpenAI-compatible base for "
-    "Codex and Pi (e.g. http://localhost:11434/v1). Progress goes to standard error (a "
+    "Codex, Pi and OpenCode (e.g. http://localhost:11434/v1), Gemini CLI's "
+    "GOOGLE_GEMINI_BASE_URL (a Gemini API server's root, e.g. "
+    "https://generativelanguage.googleapis.com). Progress goes to standard error (a "
     "bar on a terminal, a line per sample otherwise), the summary to standard output. "
     "Exit status: 0 the evaluation ran and its results stand, whatever the pass rates; "
     "1 it could not run (agent not found, the --json FILE cannot be written, nothing "
@@ -28,6 +35,7 @@ _EPILOG = (
 
 
 def _parser() -> argparse.ArgumentParser:
+    from amux.eval.agents import AGENTS
     from amux.eval.live import DEFAULT_SAMPLES, DEFAULT_TIMEOUT
     from amux.eval.scenarios import BY_NAME
 
@@ -36,8 +44,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     live = commands.add_parser("live", description=_DESCRIPTION, epilog=_EPILOG,
                                help="the live evaluation against a model endpoint")
-    live.add_argument("--agent", required=True, choices=("claude", "codex", "pi"),
-                      help="the agent CLI to evaluate")
+    live.add_argument("--agent", required=True, choices=tuple(AGENTS),
+                      help="the agent CLI to evaluate: " + ", ".join(AGENTS))
     live.add_argument("--base-url", required=True, metavar="URL",
                       help="the model endpoint, as the agent's own configuration takes it")
     live.add_argument("--model", required=True, metavar="NAME",
@@ -51,9 +59,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="the agent's executable (default: on PATH, else "
                       "fixtures/npm/node_modules/.bin in an amux checkout)")
     live.add_argument("--api-key-env", metavar="NAME",
-                      help="the variable holding the endpoint's key (default "
-                      "ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex and pi; none "
-                      "needed for a local endpoint)")
+                      help=f"the variable holding the endpoint's key (default "
+                      f"{_default_keys(AGENTS)}; none needed for a local endpoint)")
     live.add_argument("--scenario", action="append", default=[], choices=sorted(BY_NAME),
                       metavar="NAME", help="run only this scenario (repeatable): "
                       + ", ".join(BY_NAME))
@@ -62,6 +69,19 @@ def _parser() -> argparse.ArgumentParser:
     live.add_argument("--keep", type=Path, metavar="DIR",
                       help="keep every session's work directory and agent home under DIR")
     return parser
+
+
+def _default_keys(agents: Mapping[str, EvalAgent]) -> str:
+    """"ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex, pi and opencode, …"."""
+    by_variable: dict[str, list[str]] = {}
+    for name, agent in agents.items():
+        by_variable.setdefault(agent.key_variable, []).append(name)
+    return ", ".join(f"{variable} for {_listed(names)}"
+                     for variable, names in by_variable.items())
+
+
+def _listed(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _positive(text: str) -> int:

@@ -4,8 +4,10 @@ against a scripted loopback model that plays one behaviour per test.
 
 A good model passes every scenario; each failure mode lands in its own category, and
 only there (the flags of every sample are compared whole). Claude Code is the fastest
-agent CLI here, so it plays every category; Pi (memory through `amux memory` in bash)
-and Codex (MCP tools in a namespace) show the same evidence is read for them.
+agent CLI here, so it plays every category; Pi (memory through `amux memory` in bash),
+Codex (MCP tools in a namespace), Gemini CLI (`functionCall` parts, `mcp_amux_*`) and
+OpenCode (`amux_*`, a title request before every session) show the same evidence is read
+for them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import pytest
 
 from amux.eval.live import LiveOptions, run_live
 from amux.eval.scenarios import BY_NAME, PROJECT
-from tests.mockmodel import MockModel, Step, Text, ToolCall, mcp
+from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall, default_is_side, mcp
 from tests.peers import npm_bin
 
 ENTRY = "MEMORY.md"
@@ -43,18 +45,27 @@ def seed(scenario: str, path: str = ENTRY) -> str:
 
 @pytest.fixture(autouse=True)
 def no_user_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"):
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY",
+                 "GEMINI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+
+
+ROOT_URL = frozenset({"claude", "gemini"})
+"""Agents whose base URL is the server's root (ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL),
+not the OpenAI-compatible `…/v1`."""
+OFFLINE = {"npm_config_offline": "true"}
+"""A test setting: OpenCode installs its plugin package from npm into every fresh config
+directory at start (and the first prompt waits for it); offline that fails at once."""
 
 
 def evaluate(agent: str, model: MockModel, runs: Path, *scenarios: str,
              samples: int = 1) -> dict[str, Any]:
     out, progress = io.StringIO(), io.StringIO()
     code, report = run_live(LiveOptions(
-        agent=agent, base_url=model.url if agent == "claude" else model.base_url,
+        agent=agent, base_url=model.url if agent in ROOT_URL else model.base_url,
         model="mock-model", samples=samples, scenarios=scenarios,
         agent_bin=str(npm_bin(agent)), keep=runs, timeout=120, json_path=runs / "report.json",
-        out=out, progress=progress))
+        out=out, progress=progress, env=OFFLINE if agent == "opencode" else {}))
     assert code == 0, out.getvalue() + progress.getvalue()
     assert json.loads((runs / "report.json").read_text()) == report
     report["printed"] = out.getvalue()
@@ -297,3 +308,90 @@ def test_codex_remembers_through_its_mcp_namespace(tmp_path: Path) -> None:
         report = evaluate("codex", model, tmp_path / "runs", "remember")
     assert categories(report) == {"remember": ["correct"]}
     assert [c["op"] for c in turn(report, "remember", 2)["memory_calls"]] == ["search"]
+
+
+def test_gemini_remembers_and_recalls_through_its_mcp_tools(tmp_path: Path) -> None:
+    with MockModel(
+        [mcp("memory_get", {"path": ENTRY}), upsert(f"{PROJECT}/line-3.md", FACTS, None),
+         upsert(ENTRY, seed("remember") + f"- Line 3 yield source, staging port: "
+                f"{PROJECT}/line-3.md\n", seed("remember")),
+         Text("Saved both facts to amux memory.")],
+        [mcp("memory_search", {"query": "daily_yield"}),
+         Text("Use the MES table daily_yield; the staging database listens on port 6543.")],
+    ) as model:
+        report = evaluate("gemini", model, tmp_path / "runs", "remember")
+        side = model.side()
+    assert categories(report) == {"remember": ["correct"]}, flags(report, "remember")
+    assert report["totals"]["passed"] == report["totals"]["samples"] == 1
+    saved = turn(report, "remember", 1)
+    assert [(c["op"], c["via"], c["path"], c["ok"]) for c in saved["memory_calls"]] == [
+        ("get", "mcp", ENTRY, True), ("upsert", "mcp", f"{PROJECT}/line-3.md", True),
+        ("upsert", "mcp", ENTRY, True)]
+    assert f"{PROJECT}/line-3.md" in saved["store_changes"]["created"]
+    assert saved["warnings"] == []  # the adapter's limit notice is no wiring failure
+    assert saved["model_requests"] == 4
+    assert all(isinstance(n, int) and n > 1000 for n in saved["prompt_tokens"])
+    recall = turn(report, "remember", 2)
+    assert [c["op"] for c in recall["memory_calls"]] == ["search"]
+    assert "daily_yield" in recall["answer"]
+    prompt = report["context"]["prompt"]
+    assert prompt["tools"] >= 5 and prompt["instructions_chars"] > 10000
+    assert side == []  # with --model given, Gemini CLI's model router sends nothing
+
+
+def test_gemini_writing_gemini_md_is_the_wrong_place(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    gemini_md = runs / "remember-1" / "work" / "GEMINI.md"
+    note = "Yield source: MES table daily_yield. Staging port: 6543.\n"
+    with MockModel(
+        [ToolCall("write_file", {"file_path": str(gemini_md), "content": note}),
+         Text("Saved to GEMINI.md.")],
+        [Text("I don't know.")],
+    ) as model:
+        report = evaluate("gemini", model, runs, "remember")
+        [result] = model.tool_results("write_file")
+    assert categories(report) == {"remember": ["wrong_place"]}
+    assert flags(report, "remember") == {
+        "wrong_place": [f"turn 1: call {gemini_md} in AGENTS.md/CLAUDE.md/GEMINI.md "
+                        "(carries daily_yield, 6543)"],
+        "no_tool_call": ["turn 1: no memory write", "turn 2: no memory read for the recall"]}
+    assert result.is_error and not gemini_md.exists()  # the launch's policy denied it
+
+
+def opencode(call: ToolCall) -> ToolCall:
+    """An `amux` MCP tool as OpenCode names it (`<server>_<tool>`, no namespace)."""
+    return ToolCall(f"amux_{call.name}", call.arguments)
+
+
+def title_is_side(request: Recorded) -> bool:
+    """OpenCode's title request (Chat Completions, no tools) beside the mock's defaults."""
+    return default_is_side(request) or (request.api == "chat" and not request.tools)
+
+
+def test_opencode_remembers_through_its_mcp_tools_and_edits_agents_md(tmp_path: Path,
+                                                                      ) -> None:
+    runs = tmp_path / "runs"
+    agents_md = runs / "ordinary-1" / "work" / "AGENTS.md"
+    with MockModel(
+        [opencode(mcp("memory_get", {"path": ENTRY})),
+         opencode(upsert(f"{PROJECT}/line-3.md", FACTS, None)), Text("Saved.")],
+        [opencode(mcp("memory_search", {"query": "daily_yield"})),
+         Text("The MES table daily_yield; the staging database is on port 6543.")],
+        [ToolCall("write", {"filePath": str(agents_md), "content": "mul(6, 7) is 42\n"}),
+         Text("42")],
+        is_side=title_is_side,
+    ) as model:
+        report = evaluate("opencode", model, runs, "remember", "ordinary")
+        titles = [r for r in model.side() if r.api == "chat"]
+    assert categories(report) == {"remember": ["correct"], "ordinary": ["wrong_place"]}
+    saved = turn(report, "remember", 1)
+    assert [(c["op"], c["via"], c["path"], c["ok"]) for c in saved["memory_calls"]] == [
+        ("get", "mcp", ENTRY, True), ("upsert", "mcp", f"{PROJECT}/line-3.md", True)]
+    # every session's title request reached the endpoint, and none counts as the turn's
+    assert len(titles) == 3
+    assert saved["model_requests"] == len(saved["prompt_tokens"]) == 3
+    assert [c["op"] for c in turn(report, "remember", 2)["memory_calls"]] == ["search"]
+    assert flags(report, "ordinary") == {"wrong_place": [
+        f"turn 1: call {agents_md} in AGENTS.md/CLAUDE.md/GEMINI.md",
+        "turn 1: file work/AGENTS.md in AGENTS.md/CLAUDE.md/GEMINI.md"]}
+    assert agents_md.read_text() == "mul(6, 7) is 42\n"
