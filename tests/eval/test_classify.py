@@ -98,6 +98,32 @@ def test_calls_that_write_and_calls_that_use_memory() -> None:
     assert [(c.op, c.path, c.ok) for c in memory_calls(codex)] == [("get", "MEMORY.md", False)]
 
 
+def test_gemini_and_opencode_tools() -> None:
+    """Gemini CLI's `mcp_amux_*`, `write_file`/`replace`, `run_shell_command` and GEMINI.md;
+    OpenCode's `amux_*` and its `write`/`edit` tools' `filePath`."""
+    for name in ("mcp_amux_memory_search", "amux_memory_search"):
+        call = wire.ToolCall("c", name, {"query": "daily_yield"}, result="[]")
+        assert [(c.op, c.via, c.query, c.ok) for c in memory_calls(call)] == [
+            ("search", "mcp", "daily_yield", True)]
+    assert memory_calls(wire.ToolCall("c", "mcp_other_memory_search", {})) == []
+    assert place_of(f"{ROOT}/work/GEMINI.md", ROOT) == "agents_md"
+    assert place_of(f"{ROOT}/home/.gemini/GEMINI.md", ROOT) == "native_memory"
+    assert place_of(f"{ROOT}/home/.gemini/tmp/work/memory/MEMORY.md", ROOT) == "native_memory"
+    assert place_of(f"{ROOT}/home/.gemini/tmp/work/chats/session-1.jsonl", ROOT) is None
+    writes = [wire.ToolCall("c1", "write_file", {"file_path": "GEMINI.md", "content": "x"}),
+              wire.ToolCall("c2", "replace", {"file_path": f"{ROOT}/work/src/calc.py"}),
+              wire.ToolCall("c3", "run_shell_command", {"command": "echo 6543 >> notes.txt"}),
+              wire.ToolCall("c4", "write", {"filePath": f"{ROOT}/work/AGENTS.md"}),
+              wire.ToolCall("c5", "edit", {"filePath": f"{ROOT}/work/README.md",
+                                           "oldString": "a", "newString": "b"})]
+    assert [(w.place, w.path) for call in writes for w in call_writes(call, ROOT)] == [
+        ("agents_md", "GEMINI.md"), ("repository", f"{ROOT}/work/src/calc.py"),
+        ("repository", "notes.txt"), ("agents_md", f"{ROOT}/work/AGENTS.md"),
+        ("repository", f"{ROOT}/work/README.md")]
+    shell = wire.ToolCall("c6", "run_shell_command", {"command": "amux memory show MEMORY.md"})
+    assert [(c.op, c.via) for c in memory_calls(shell)] == [("get", "cli")]
+
+
 def turn(index: int, **fields: object) -> Turn:
     made = Turn(index, "", exit_code=0, model_requests=1, answered_requests=1)
     for name, value in fields.items():
