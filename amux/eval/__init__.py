@@ -4,9 +4,9 @@
 |---|---|
 | `live.py` | the run: capture, window check, samples, report |
 | `scenarios.py` | the six scenarios and their oracles, as data |
-| `agents.py` | pointing Claude Code, Codex and Pi at an endpoint, one class each |
+| `agents.py` | Claude Code, Codex, Pi, Gemini CLI and OpenCode in a run's home, one class each |
 | `proxy.py` | the recording pass-through proxy between agent and endpoint |
-| `wire.py` | the three model wire APIs: history, usage, a canned reply |
+| `wire.py` | the four model wire APIs: history, usage, a canned reply |
 | `evidence.py` | what one session did: memory calls, writes outside memory, store, answer |
 | `classify.py` | one category per sample from its evidence |
 | `context.py` | context windows: Ollama detection, refusal, truncated prompt counts |

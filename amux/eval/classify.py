@@ -14,8 +14,9 @@ when none fired):
 - `fabricated` — text the session added to memory carries a concrete detail the user
   never gave: a number, or a code identifier (`snake_case`), found neither in the
   scenario's prompts, the seeded memory, the repository nor today's date.
-- `wrong_place` — a write outside memory: AGENTS.md/CLAUDE.md or the agent's native
-  memory (any write), or a repository file or local note carrying the scenario's facts.
+- `wrong_place` — a write outside memory: AGENTS.md/CLAUDE.md/GEMINI.md or the agent's
+  native memory (any write), or a repository file or local note carrying the scenario's
+  facts.
 - `no_tool_call` — a turn that needed memory made no memory call: a save, correction or
   forget with no write (and an unchanged store), a recall with no read.
 - `incomplete` — memory was used but the outcome misses the oracle: a fact not stored,
