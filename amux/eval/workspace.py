@@ -123,12 +123,18 @@ class FileState:
     """The content when it is UTF-8 and small enough to read (for fact tokens)."""
 
 
+SKIPPED = frozenset({".git", "node_modules"})
+"""Directories a snapshot leaves out: git's objects, and the packages an agent installs
+into its home (OpenCode installs its plugin package into every fresh config directory;
+their READMEs are no notes of the session's)."""
+
+
 def snapshot(root: Path) -> dict[str, FileState]:
-    """Regular files under `root` by relative path (`.git` directories left out; symlinks
-    not followed)."""
+    """Regular files under `root` by relative path (`SKIPPED` directories left out;
+    symlinks not followed)."""
     found: dict[str, FileState] = {}
     for directory, subdirectories, files in os.walk(root):
-        subdirectories[:] = [d for d in subdirectories if d != ".git"]
+        subdirectories[:] = [d for d in subdirectories if d not in SKIPPED]
         for name in files:
             path = Path(directory) / name
             try:
