@@ -13,8 +13,9 @@ Before the run the harness knows the agent's first request (captured with no mod
   model_info `*.context_length`). A window smaller than the prompt is a refusal naming
   the fix.
 - Elsewhere, a context length in the endpoint's `GET …/models` entry for the model
-  (`context_length`, `context_window`, `max_model_len`, …) is used the same way; none
-  found means the window is unknown and only the run's counts can tell.
+  (`context_length`, `context_window`, `max_model_len`, …) is used the same way; for
+  the Gemini API, the model's `inputTokenLimit` (`GET …/v1beta/models/NAME`). None found
+  means the window is unknown and only the run's counts can tell.
 
 After the run, `pinned` looks at what the endpoint reported (`usage.prompt_tokens` /
 `input_tokens`) for every model request: counts at the window, one count repeated for
@@ -33,7 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from amux.eval.wire import Size
+from amux.eval.wire import Size, WireName
 
 OLLAMA_DEFAULT_WINDOW = 4096
 PROBE_TIMEOUT = 10.0
@@ -42,7 +43,7 @@ HEADROOM_TOKENS = 8192
 """What a session adds to the first request (tool results, the answer) in the fix we
 suggest."""
 _WINDOW_KEYS = ("context_length", "context_window", "max_model_len", "max_context_length",
-                "n_ctx", "max_input_tokens", "input_token_limit")
+                "n_ctx", "max_input_tokens", "input_token_limit", "inputTokenLimit")
 
 
 @dataclass
@@ -93,12 +94,19 @@ def unreachable(base_url: str) -> str | None:
 
 
 def probe(base_url: str, model: str, api_key: str | None = None,
-          load_timeout: float = LOAD_TIMEOUT) -> Window:
-    """The context window the endpoint serves `model` with, and where that came from."""
+          load_timeout: float = LOAD_TIMEOUT, wire: WireName | None = None) -> Window:
+    """The context window the endpoint serves `model` with, and where that came from
+    (`wire`: the API the agent speaks; the Gemini API describes one model by its name)."""
     root = _root(base_url)
     version = _get_json(f"{root}/api/version")
     if isinstance(version, dict) and isinstance(version.get("version"), str):
         return _ollama(root, model, str(version["version"]), load_timeout)
+    if wire == "gemini":
+        entry = _get_json(f"{base_url.rstrip('/')}/v1beta/models/{model}",
+                          headers={"x-goog-api-key": api_key} if api_key else {})
+        found = _find_window(entry) if isinstance(entry, dict) else None
+        if found is not None:
+            return Window(found[1], f"GET …/v1beta/models/{model} {found[0]}")
     auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     listing = _get_json(base_url.rstrip("/") + "/models", headers=auth)
     if listing is None and not urlsplit(base_url).path.rstrip("/").endswith("/v1"):

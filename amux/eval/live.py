@@ -206,7 +206,7 @@ def _run(options: LiveOptions, agent: EvalAgent, binary: Path, key: str | None,
     print(f"amux eval live: measuring the first request {agent.name} sends ...",
           file=options.progress or sys.stderr, flush=True)
     size = _capture(agent, binary, hub, runs / "capture", options)
-    window = context.probe(options.base_url, options.model, key)
+    window = context.probe(options.base_url, options.model, key, wire=agent.wire)
     refused = context.refusal(agent.name, options.model, size, window)
     warning = context.tight(size, window)
     report["context"] = {

@@ -1,5 +1,6 @@
 """Context windows against a fake Ollama: the refusal before the run (naming the fix), the
-window read from Ollama's own endpoints, and prompt counts pinned at the window."""
+window read from Ollama's own endpoints (and a Gemini API's model entry), and prompt counts
+pinned at the window."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from amux.cli.eval import eval_main
 from amux.eval import context
 from amux.eval.live import LiveOptions, run_live
+from amux.eval.loopback import LoopbackServer, QuietHandler
 from amux.eval.wire import Size
 from tests.mockmodel import Text
 from tests.mockmodel.ollama import FakeOllama
@@ -101,3 +103,30 @@ def test_an_endpoint_that_does_not_answer_stops_the_run(
     assert code == 1
     assert "nothing answers at http://127.0.0.1:9" in capsys.readouterr().err
     assert eval_main(["live", "--agent", "pi", "--model", MODEL]) == 2  # no --base-url
+
+
+def test_a_gemini_api_window_is_the_model_s_input_token_limit() -> None:
+    seen: list[tuple[str, str | None]] = []
+
+    class Handler(QuietHandler):
+        def do_GET(self) -> None:
+            seen.append((self.path, self.headers.get("x-goog-api-key")))
+            found = self.path == "/v1beta/models/gemini-small"
+            payload = json.dumps({"name": "models/gemini-small", "inputTokenLimit": 8192,
+                                  "outputTokenLimit": 2048} if found else {}).encode()
+            self.send_response(200 if found else 404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    with LoopbackServer(Handler) as server:
+        window = context.probe(server.url, "gemini-small", "sk-test", wire="gemini")
+        other = context.probe(server.url, "gemini-small", "sk-test", wire="chat")
+    assert (window.tokens, window.source) == (
+        8192, "GET …/v1beta/models/gemini-small inputTokenLimit")
+    assert ("/v1beta/models/gemini-small", "sk-test") in seen
+    assert other.tokens is None  # only the Gemini API describes a model by its name
+    refused = context.refusal("gemini", "gemini-small", Size(52_000, 31_000, 16, 20_000),
+                              window)
+    assert refused is not None and "serve the model with a larger context window" in refused
