@@ -28,9 +28,9 @@ def doctor_main(argv: list[str]) -> int:
 
     parser = strict_parser(prog="amux doctor", description="Check, read-only, the Hub, this "
                            "caller's scope and memory, and each known agent (claude, codex, "
-                           "pi) with the flags and variables amux relies on in it; each "
-                           "problem names the command that fixes it. Exit 1 when something "
-                           "needs attention.")
+                           "pi, gemini, opencode) with the flags and variables amux relies "
+                           "on in it; each problem names the command that fixes it. Exit 1 "
+                           "when something needs attention.")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     try:
         args = parser.parse_args(argv)
@@ -67,6 +67,10 @@ def diagnose(env: Mapping[str, str]) -> dict[str, Any]:
         agent, more = done.result()
         found.append(agent)
         findings += more
+    if any(agent["found"] for agent in found):  # a user need not have all five
+        missing = {f"agent {agent['name']}" for agent in found if not agent["found"]}
+        findings = [finding._replace(severity="note") if finding.check in missing else finding
+                    for finding in findings]
     return {"ok": not any(f.severity == "problem" for f in findings), **seen, "agents": found,
             "findings": [finding.to_json() for finding in findings]}
 

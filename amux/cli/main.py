@@ -118,8 +118,8 @@ def _top_level() -> Rows:
 
     return (
         *((f"memory {name}", command.help) for name, command in COMMANDS.items()),
-        ("run [OPTIONS] AGENT [-- ARGS...]", "launch a coding agent (claude, codex, pi) with "
-         "amux memory; --dry-run prints the plan, --resume ID resumes a session"),
+        ("run [OPTIONS] AGENT [-- ARGS...]", "launch a coding agent (claude, codex, pi, gemini, "
+         "opencode) with amux memory; --dry-run prints the plan, --resume ID resumes a session"),
         ("sessions list|show ID", "what each `amux run` session froze"),
         ("doctor", "check the set-up: Hub, connection, agents, memory health"),
         *((f"protocol {name}", text) for name, text in _PROTOCOL),

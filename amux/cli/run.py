@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 _DESCRIPTION = (
     "Launch a coding agent with amux memory: the binding is resolved once and frozen for the "
     "session, a short fixed protocol joins the agent's own instructions, and the agent's "
-    "native auto-memory is turned off for this launch. Adapters: claude, codex, pi; any other "
-    "command runs unchanged, without memory.")
+    "native auto-memory is turned off for this launch. Adapters: claude, codex, pi, gemini, "
+    "opencode; any other command runs unchanged, without memory.")
 _EPILOG = (
     "Everything after `--` goes to the agent unchanged, except what amux merges (e.g. "
     "Claude's --append-system-prompt). The agent's own resume flags are refused: use "
@@ -63,7 +63,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--endpoint-key-env", metavar="VAR",
                         help="with --endpoint: the environment variable holding its API key "
                         "(default: none, for a local server); the key is never put in argv")
-    parser.add_argument("agent", nargs="?", help="claude, codex, pi, or any command")
+    parser.add_argument("agent", nargs="?", help="claude, codex, pi, gemini, opencode, or any "
+                        "command")
     return parser
 
 
