@@ -52,6 +52,7 @@ DEFAULT_SAMPLES = 6
 DEFAULT_TIMEOUT = 600.0
 CAPTURE_PROMPT = "Reply with the single word: ok"
 EXIT_RAN, EXIT_FAILED, EXIT_CONTEXT = 0, 1, 3
+_WARNING = "amux run: warning: "
 _KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "USER", "LOGNAME", "SHELL", "PYTHONPATH",
          "SYSTEMROOT")
 
@@ -127,10 +128,9 @@ class _Session:
         turn.seconds = time.monotonic() - started
         turn.exit_code = process.returncode
         turn.stderr = stderr
-        turn.warnings = [line.removeprefix("amux run: warning: ")
-                         for line in stderr.splitlines()
-                         if line.startswith("amux run: warning: ")
-                         and line.removeprefix("amux run: warning: ") not in self.agent.limits]
+        warned = [line.removeprefix(_WARNING) for line in stderr.splitlines()
+                  if line.startswith(_WARNING)]
+        turn.warnings = [warning for warning in warned if warning not in self.agent.limits]
         turn.answer = self.agent.answer(self.homes, stdout)
         turn.store_after = self.hub.documents()
         changes = changed(files_before, snapshot(self.homes.root))
