@@ -1,0 +1,60 @@
+"""One memory for five agents: a fact saved through one real agent is recalled through each
+of the other four, every one launched with `amux run` at its defaults against the same
+scripted model and the same Hub (the reason amux exists)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.e2e.test_agents import amux_run, sessions
+from tests.e2e.test_opencode_cli import is_side
+from tests.hubproc import HubProcess
+from tests.mockmodel import MockModel, Text, ToolCall, mcp
+from tests.mockmodel.agents import claude_env, codex_env, gemini_env, opencode_env, pi_env
+from tests.peers import npm_bin
+
+PATH = "projects/handoff/decisions.md"
+FACT = "The release branch is cut on Thursdays.\n"
+
+
+def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(memory_hub: HubProcess,
+                                                                 tmp_path: Path) -> None:
+    search = {"query": "release branch"}
+    with MockModel(
+        [mcp("memory_upsert", {"path": PATH, "content": FACT, "expected_revision": "absent"}),
+         Text("Saved.")],                                                    # Gemini CLI
+        [mcp("memory_search", search), Text("Thursdays.")],                  # Claude Code
+        [mcp("memory_search", search), Text("Thursdays.")],                  # Codex
+        [ToolCall("amux_memory_search", search), Text("Thursdays.")],        # OpenCode
+        [ToolCall("bash", {"command": "amux memory search 'release branch'"}),
+         Text("Thursdays.")],                                                # Pi
+        is_side=is_side,
+    ) as model:
+        work = tmp_path / "work"
+        launches = [
+            (gemini_env(tmp_path / "gemini", model), "gemini", ["-p", "Remember: Thursdays."]),
+            (claude_env(tmp_path / "claude", model), "claude",
+             ["-p", "When is the release branch cut?", "--output-format", "json"]),
+            (codex_env(tmp_path / "codex", model), "codex",
+             ["exec", "--skip-git-repo-check", "When is the release branch cut?"]),
+            (opencode_env(tmp_path / "opencode", model), "opencode",
+             ["run", "When is the release branch cut?"]),
+            (pi_env(tmp_path / "pi", model), "pi",
+             ["-p", "--model", "mock/mock-model", "When is the release branch cut?"]),
+        ]
+        for env, agent, args in launches:
+            amux_run(memory_hub, env, work, str(npm_bin(agent)), "--", *args)
+    [saved] = model.tool_results("memory_upsert")
+    assert not saved.is_error, saved.text
+    status, stored = memory_hub.call("/v1/memory/get", {"path": PATH})
+    assert status == 200 and stored["content"] == FACT
+    recalled = {"claude and codex": model.tool_results("memory_search"),
+                "opencode": model.tool_results("amux_memory_search"),
+                "pi": model.tool_results("bash")}
+    assert [len(results) for results in recalled.values()] == [2, 1, 1]
+    for agent, results in recalled.items():
+        for result in results:
+            assert not result.is_error and PATH in result.text, (agent, result.text)
+            assert "Thursdays" in result.text, (agent, result.text)
+    assert sorted(state["adapter"] for state in sessions(memory_hub)) == [
+        "claude", "codex", "gemini", "opencode", "pi"]
