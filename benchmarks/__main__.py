@@ -190,7 +190,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             mark = phase("launch", mark)
             agent_launch: dict[str, Any] | None = None
             if reps.agent_rounds:
-                _progress(f"agent launch: claude, codex, pi, {reps.agent_rounds} rounds")
+                _progress(f"agent launch: {', '.join(agent_launch_bench.AGENTS)}, "
+                          f"{reps.agent_rounds} rounds")
                 agent_launch = agent_launch_bench.bench_agent_launch(
                     workdir, connection, reps.agent_rounds,
                     profile_runs=reps.agent_profiles, progress=_progress)

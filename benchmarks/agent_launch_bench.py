@@ -1,11 +1,13 @@
 """What `amux run` adds to a real agent's one-turn run (issue 12's numbers).
 
-Each pinned agent CLI (fixtures/npm: Claude Code, Codex, Pi) runs one non-interactive
-turn against the loopback mock model (tests/mockmodel), which answers with plain text
-and no tool call, so every run is the same short conversation:
+Each pinned agent CLI (fixtures/npm: Claude Code, Codex, Gemini CLI, OpenCode, Pi) runs
+one non-interactive turn against the loopback mock model (tests/mockmodel), which answers
+with plain text and no tool call, so every run is the same short conversation:
 
     claude -p PROMPT --output-format json
     codex exec --skip-git-repo-check PROMPT
+    gemini -p PROMPT
+    opencode run PROMPT
     pi -p --model mock/mock-model PROMPT
 
 Three arms, interleaved (A, B, C per agent, round after round, each round starting
@@ -18,24 +20,29 @@ with the next arm), after one warm-up round that is discarded:
   gets one of its own, made once before the rounds: a connection config holding a real
   token delegated with the dry run's binding (`POST /v1/delegate`, as the launcher
   does) and `bin/amux` linking the installed client. The plan's files (Pi's merged
-  instructions) are written once, with the dry run's `instructions`. Per round only
-  the agent's own session name is new (Claude's `--session-id`, Pi's `--session`), as
-  it is for every amux launch, so the agent never resumes a conversation.
+  instructions, Gemini's settings, context file and policy, OpenCode's instructions and
+  session plugin) are written once, with the dry run's texts, and its mirrors (Gemini's
+  home) made once. Per round only the agent's own session name is new (Claude's and
+  Gemini's `--session-id`, Pi's `--session`; OpenCode and Codex name a new one
+  themselves), as it is for every amux launch, so the agent never resumes a
+  conversation.
   What A does not do is exactly the launcher's own work: the interpreter and imports,
   resolving the binding, the agent version (cached), asking Codex's app-server for the
   user's instructions, delegating and revoking the token, the run directory and the
-  session state, watching Codex's session files, supervising, cleaning up.
+  session state, Gemini's mirror, watching Codex's and OpenCode's session files,
+  supervising, cleaning up.
 - B: `amux run AGENT -- ARGS` through the installed `amux` against the harness's Hub
   (AMUX_HOME only: no AMUX_HUB, AMUX_TOKEN or AMUX_MEMORY_CONFIG).
 - C (root only): `amux run --as-user USER …` as a throwaway Unix user with an amux
   principal, over the Hub's shared socket; the agent's model configuration is put in
-  that user's home (Codex's config.toml, Pi's models.json), the API keys are passed with
+  that user's home (Codex's config.toml, Gemini's settings.json, OpenCode's
+  opencode.json, Pi's models.json), the API keys are passed with
   `--pass-env`, and Claude's temp directory is one the user owns. The agent then runs
   with that user's home and config, so C − B also holds the agent's own differences;
   the profile separates the launcher's part.
 
 Every run must exit 0, print the model's answer, and send the model the memory tools
-(Claude, Codex) or the CLI protocol (Pi): the check that the arms are the same
+(the MCP agents) or the CLI protocol (Pi): the check that the arms are the same
 conversation with memory wired. Targets: B − A ≤ 100 ms per agent, C − B ≤ 50 ms
 (median of the per-round differences; the difference of the medians is shown too).
 
@@ -45,7 +52,7 @@ timed as processes, the imports with `python -X importtime`.
 
 Standalone, with a Hub of its own (no corpus):
 
-    python -m benchmarks.agent_launch_bench [--rounds N] [--agents claude,codex,pi]
+    python -m benchmarks.agent_launch_bench [--rounds N] [--agents claude,codex,gemini,opencode,pi]
 
 A PYTHONPATH of the harness is passed to every arm alike, so a snapshot of the tree
 (`git archive HEAD | tar -x -C DIR`, run from DIR with PYTHONPATH=DIR) can be measured
@@ -80,15 +87,18 @@ from benchmarks.launch_bench import _throwaway_user
 
 REPO = Path(__file__).resolve().parents[1]
 NPM_BIN = REPO / "fixtures" / "npm" / "node_modules" / ".bin"
-AGENTS = ("claude", "codex", "pi")
+AGENTS = ("claude", "codex", "gemini", "opencode", "pi")
 PROMPT = "Say done."
 ANSWER = "Done."
 USER_ARGS = {
     "claude": ("-p", PROMPT, "--output-format", "json"),
     "codex": ("exec", "--skip-git-repo-check", PROMPT),
+    "gemini": ("-p", PROMPT),
+    "opencode": ("run", PROMPT),
     "pi": ("-p", "--model", "mock/mock-model", PROMPT),
 }
-PASS_ENV = {"claude": ("ANTHROPIC_API_KEY",), "codex": ("MOCK_API_KEY",), "pi": ()}
+PASS_ENV = {"claude": ("ANTHROPIC_API_KEY",), "codex": ("MOCK_API_KEY",),
+            "gemini": ("GEMINI_API_KEY",), "opencode": (), "pi": ()}
 """Credentials an isolated run drops unless passed (docs/isolation.md)."""
 RUN_TIMEOUT = 120.0
 ARMS = ("bare", "amux", "isolated")
@@ -138,16 +148,19 @@ class Outcome:
 
 def _mock() -> Any:
     """The tests' mock model (imported late: `python -m benchmarks` runs from the repo root)."""
-    from tests.mockmodel import MockModel, Text
+    from tests.mockmodel import MockModel, Text, default_is_side
 
-    return MockModel([Text(ANSWER)])
+    # OpenCode's title request (Chat Completions without tools) is a side request.
+    return MockModel([Text(ANSWER)], is_side=lambda request: default_is_side(request) or (
+        request.api == "chat" and not request.tools))
 
 
 def agent_env(agent: str, root: Path, model: Any) -> dict[str, str]:
     """The environment the tests' e2e runs give `agent` against the mock (tests/mockmodel)."""
     from tests.mockmodel import agents
 
-    maker = {"claude": agents.claude_env, "codex": agents.codex_env, "pi": agents.pi_env}[agent]
+    maker = {"claude": agents.claude_env, "codex": agents.codex_env, "gemini": agents.gemini_env,
+             "opencode": agents.opencode_env, "pi": agents.pi_env}[agent]
     return dict(maker(root / agent, model))
 
 
@@ -155,7 +168,7 @@ def _provision_user(agent: str, user: str, model: Any) -> tuple[dict[str, str], 
     """What an isolated run of `agent` needs in the user's own home: the model config
     where the agent looks for it (amux sets HOME, CODEX_HOME, PI_CODING_AGENT_DIR there),
     a temp dir for Claude and a working directory; returns env overrides and the cwd."""
-    from tests.mockmodel.agents import codex_config
+    from tests.mockmodel.agents import codex_config, gemini_settings, opencode_provider
 
     entry = pwd.getpwnam(user)
     home = Path(entry.pw_dir)
@@ -177,6 +190,17 @@ def _provision_user(agent: str, user: str, model: Any) -> tuple[dict[str, str], 
         config = directory(home / ".codex") / "config.toml"
         config.write_text(codex_config(model))
         made.append(config)
+    elif agent == "gemini":
+        settings = directory(home / ".gemini") / "settings.json"
+        settings.write_text(json.dumps(gemini_settings()))
+        made.append(settings)
+        overrides["TMPDIR"] = str(directory(home / "gemini-tmp"))  # its error reports
+    elif agent == "opencode":  # amux resets its XDG directories to the user's
+        config = directory(home / ".config" / "opencode") / "opencode.json"
+        config.write_text(json.dumps(opencode_provider(model)))
+        made.append(config)
+        for path in (".local/share", ".cache", ".local/state"):
+            directory(home / path)
     elif agent == "pi":
         models = directory(home / ".pi" / "agent") / "models.json"
         models.write_text(json.dumps({"providers": {"mock": {
@@ -204,14 +228,8 @@ def dry_run(agent_path: Path, args: Sequence[str], env: dict[str, str], cwd: Pat
 
 
 def _file_entries(plan: dict[str, Any]) -> list[tuple[str, str | None]]:
-    """(path, text or None) of the dry run's `files` (paths, or [path, text] pairs)."""
-    entries: list[tuple[str, str | None]] = []
-    for entry in plan.get("files", []):
-        if isinstance(entry, str):
-            entries.append((entry, None))
-        elif isinstance(entry, list | tuple) and len(entry) == 2:
-            entries.append((str(entry[0]), None if entry[1] is None else str(entry[1])))
-    return entries
+    """(path, text or None) of the files the dry run says the launch writes."""
+    return [(str(entry["path"]), entry.get("text")) for entry in plan.get("writes", [])]
 
 
 def _write_config(path: Path, connection: Connection, token: str, binding: str) -> None:
@@ -262,15 +280,20 @@ def bare_arm(agent: str, plan: dict[str, Any], env: dict[str, str], cwd: Path, r
             value = value.replace(old, new)
         return value
 
+    from amux.adapters.base import PlanMirror
+    from amux.launcher import mirrors
+
+    Path(swap(str(Path(state).parent)) if state else bare).mkdir(parents=True, exist_ok=True)
+    mirrors.make([PlanMirror(swap(m["path"]), m["source"], tuple(m["own"]))
+                  for m in plan.get("mirrors", [])], None)  # before the files inside them
     for path, text in files:
         if path in (config, state) or path.endswith("/bin/amux"):
             continue
-        content = text if text is not None else plan.get("instructions")
-        if content is None:
+        if text is None:
             raise RuntimeError(f"the {agent} dry run names {path} without its content")
         target = Path(swap(path))
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(content)
+        target.write_text(swap(text))  # its paths (the run dir, the session's) are the arm's
         target.chmod(0o600)
     bare_env = dict(env)
     for name, value in plan["env"].items():
@@ -296,14 +319,11 @@ def bare_arm(agent: str, plan: dict[str, Any], env: dict[str, str], cwd: Path, r
 
 
 def _memory_seen(agent: str, requests: list[Any]) -> bool:
-    """The model got the memory tools (Claude, Codex) or the CLI protocol (Pi)."""
+    """The model got the memory tools (the MCP agents) or the CLI protocol (Pi)."""
     main = [r for r in requests if r.api is not None and not r.side]
-    if agent == "claude":
-        return any(str(t.get("name", "")).startswith("mcp__amux__") for r in main
-                   for t in r.tools if isinstance(t, dict))
-    if agent == "codex":
-        return any("mcp__amux" in json.dumps(r.tools) for r in main)
-    return any("amux memory protocol" in r.instructions for r in main)
+    if agent == "pi":
+        return any("amux memory protocol" in r.instructions for r in main)
+    return any("memory_search" in json.dumps(r.tools) for r in main)
 
 
 def run_once(agent: str, arm: Arm, model: Any) -> Outcome:
@@ -666,7 +686,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile-runs", type=int, default=3,
                         help="instrumented launches per agent and arm (0: no profile)")
     parser.add_argument("--agents", default=",".join(AGENTS),
-                        help="comma-separated subset of claude,codex,pi")
+                        help="comma-separated subset of claude,codex,gemini,opencode,pi")
     parser.add_argument("--npm-bin", type=Path, default=NPM_BIN,
                         help="where the agents are installed (default fixtures/npm/…/.bin)")
     parser.add_argument("--no-isolated", action="store_true",
