@@ -279,6 +279,14 @@ class Requirement(NamedTuple):
     """For a flag: the arguments whose output lists it (a subcommand's own help)."""
 
 
+def chosen_session(start: str, resume: str) -> tuple[Requirement, Requirement]:
+    """The requirements of an agent whose session id amux chooses up front with `start`
+    and names again with `resume`."""
+    return (Requirement("flag", start, "a new session's id is chosen up front, so it can be "
+                        "resumed"),
+            Requirement("flag", resume, "`amux run --resume` resumes that session"))
+
+
 class Adapter(Protocol):
     name: str
     channel: Channel

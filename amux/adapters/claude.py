@@ -39,6 +39,7 @@ from amux.adapters.base import (
     LaunchPlan,
     Probe,
     Requirement,
+    chosen_session,
     endpoint_api,
     first_line_version,
     ignored_on_resume,
@@ -68,9 +69,7 @@ class ClaudeAdapter:
     version_args: tuple[str, ...] | None = ("--version",)
     version = first_line_version
     requires = (
-        Requirement("flag", "--session-id", "a new session's id is chosen up front, so it "
-                    "can be resumed"),
-        Requirement("flag", "--resume", "`amux run --resume` resumes that session"),
+        *chosen_session("--session-id", "--resume"),
         Requirement("flag", "--system-prompt-snapshot", "a resumed session would keep its "
                     "first system prompt, not the frozen protocol and suppression"),
         Requirement("flag", "--append-system-prompt", "the memory protocol reaches Claude"),

@@ -50,6 +50,7 @@ from amux.adapters.base import (
     PlanRefused,
     Probe,
     Requirement,
+    chosen_session,
     endpoint_api,
     first_line_version,
     merge_instructions,
@@ -139,9 +140,7 @@ class GeminiAdapter:
     version_args: tuple[str, ...] | None = ("--version",)
     version = first_line_version
     requires = (
-        Requirement("flag", "--session-id", "a new session's id is chosen up front, so it "
-                    "can be resumed"),
-        Requirement("flag", "--resume", "`amux run --resume` resumes that session"),
+        *chosen_session("--session-id", "--resume"),
         Requirement("flag", "--policy", "the memory tools run in a headless launch and "
                     "Gemini's own memory files are not written"),
         Requirement("flag", "--model", "`amux run --model` is the model Gemini uses"),

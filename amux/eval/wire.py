@@ -464,7 +464,7 @@ def render_text(wire: WireName, body: Any, text: str, path: str = "") -> tuple[s
     ])
 
 
-def _json_instance(schema: Any, text: str) -> Any:
+def json_instance(schema: Any, text: str) -> Any:
     """The smallest instance of a JSON schema (Gemini's upper-case types too): required
     properties only, the first enum value, `text` for strings, 1 for numbers."""
     if not isinstance(schema, dict):
@@ -474,7 +474,7 @@ def _json_instance(schema: Any, text: str) -> Any:
     kind = str(schema.get("type", "object")).lower()
     if kind == "object":
         properties = schema.get("properties") or {}
-        return {key: _json_instance(properties.get(key), text)
+        return {key: json_instance(properties.get(key), text)
                 for key in schema.get("required") or []}
     return {"array": [], "boolean": False, "integer": 1, "number": 1,
             "null": None}.get(kind, text)
@@ -491,7 +491,7 @@ def _render_gemini(request: dict[str, Any], text: str, stream: bool,
             json.loads(text)
         except ValueError:
             schema = config.get("responseJsonSchema") or config.get("responseSchema")
-            text = json.dumps(_json_instance(schema, text))
+            text = json.dumps(json_instance(schema, text))
     content = {"role": "model", "parts": [{"text": text}]}
     usage = {"promptTokenCount": tokens, "candidatesTokenCount": 1,
              "totalTokenCount": tokens + 1}

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from amux.eval.wire import json_instance
 from tests.mockmodel.script import Step, ToolCall
 
 SSE = "text/event-stream"
@@ -317,22 +318,6 @@ def _gemini_call_id(response: dict[str, Any]) -> str:
     return call_id.removeprefix(f"{name}__") if name else call_id
 
 
-def _json_instance(schema: Any, text: str) -> Any:
-    """The smallest instance of a (Gemini-style, upper- or lower-case types) JSON schema:
-    required properties only, the first enum value, `text` for strings, 1 for numbers."""
-    if not isinstance(schema, dict):
-        return text
-    if schema.get("enum"):
-        return schema["enum"][0]
-    kind = str(schema.get("type", "object")).lower()
-    if kind == "object":
-        properties = schema.get("properties") or {}
-        return {key: _json_instance(properties.get(key), text)
-                for key in schema.get("required") or []}
-    return {"array": [], "boolean": False, "integer": 1, "number": 1,
-            "null": None}.get(kind, text)
-
-
 def _gemini_answer_text(body: Any, text: str) -> str:
     """`text`, or when the request asks for JSON (`responseMimeType: application/json`, Gemini
     CLI's side requests such as its model router) and `text` is not JSON, the smallest
@@ -345,7 +330,7 @@ def _gemini_answer_text(body: Any, text: str) -> str:
         return text
     except ValueError:
         schema = config.get("responseJsonSchema") or config.get("responseSchema")
-        return json.dumps(_json_instance(schema, text))
+        return json.dumps(json_instance(schema, text))
 
 
 class Gemini(Wire):
