@@ -262,6 +262,9 @@ class SessionFiles(NamedTuple):
     pattern: str
     """A file-name pattern (fnmatch) of session files anywhere below `directory`."""
     pick: Callable[[FinishedRun], tuple[str | None, str | None]]
+    held: bool = True
+    """Whether `pick` needs to know which files the agent's process tree held open (Codex),
+    so the tree is polled while it runs; False: the listings before and after suffice."""
 
 
 class Requirement(NamedTuple):

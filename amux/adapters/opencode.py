@@ -228,7 +228,7 @@ class OpenCodeAdapter:
         return None  # OpenCode names its sessions; the plugin tells the launcher
 
     def session_files(self, env: Mapping[str, str], state_dir: str) -> SessionFiles | None:
-        return SessionFiles(state_dir, SESSION_FILE, pick_session)
+        return SessionFiles(state_dir, SESSION_FILE, pick_session, held=False)
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         refuse(request.args, ("-c", "--continue", "-s", "--session", "--fork"), "OpenCode")

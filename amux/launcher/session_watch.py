@@ -7,6 +7,9 @@ files that are new, with their first lines and whether the agent held them, go t
 adapter's `pick`, which names the session or says why it cannot; what the files mean is
 the adapter's knowledge, not the launcher's.
 
+An adapter whose files say everything by themselves (OpenCode's plugin writes the id)
+asks for no polling (`SessionFiles.held` false): only the listings are compared.
+
 Polling is cheap on Linux (`/proc/<pid>/task/*/children` and `/proc/<pid>/fd` of the
 tree only, ~0.5 ms), every `POLL_INTERVALS` seconds: often at first, when a short
 `codex exec` holds its rollout for a few hundred milliseconds, then rarely, for an
@@ -41,10 +44,15 @@ class SessionWatch:
         self._watched = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._started = False
         self.started_at = time.time()
 
     def start(self, pid: int) -> None:
-        """Start polling the tree of the agent `pid` (supervise()'s `on_start`)."""
+        """Start polling the tree of the agent `pid` (supervise()'s `on_start`), unless the
+        adapter needs no held files (`SessionFiles.held`)."""
+        self._started = True
+        if not self.spec.held:
+            return
         self._thread = threading.Thread(target=self._poll, args=(pid,), daemon=True,
                                         name="amux-session-watch")
         self._thread.start()
@@ -52,11 +60,12 @@ class SessionWatch:
     def finish(self, argv: list[str], cwd: str) -> tuple[str | None, str | None]:
         """After the agent exited: the adapter's pick of the session it created (nothing if
         the agent never started)."""
-        if self._thread is None:
+        if not self._started:
             return None, None
         ended_at = time.time()
         self._stop.set()
-        self._thread.join()
+        if self._thread is not None:
+            self._thread.join()
         new = (self._listing() | self._held) - self._before
         files = tuple(SessionFile(path, _first_line(path), path in self._held)
                       for path in sorted(new))

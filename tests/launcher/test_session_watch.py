@@ -80,6 +80,21 @@ def test_a_file_written_behind_the_agents_back_is_new_but_not_held(tmp_path: Pat
     assert theirs.held is False and theirs.first_line.startswith('{"type"')
 
 
+def test_files_that_say_it_all_are_listed_without_polling_the_tree(tmp_path: Path) -> None:
+    """OpenCode's plugin writes the id: no poll of the agent's tree (`held=False`), the new
+    file is still handed over, not held, and the run is marked not watched."""
+    seen = Seen()
+    watch = SessionWatch(SessionFiles(str(tmp_path), "opencode-session", seen, held=False))
+    agent = subprocess.Popen(["sh", "-c", f"printf ses_x > {tmp_path}/opencode-session"])
+    watch.start(agent.pid)
+    assert watch._thread is None
+    agent.wait(30)
+    assert watch.finish(["opencode"], "/work") == ("picked", None)
+    assert seen.run is not None and seen.run.watched is False
+    [written] = seen.run.files
+    assert written.first_line == "ses_x" and written.held is False
+
+
 def test_an_agent_that_never_started_is_not_picked_for(tmp_path: Path) -> None:
     seen = Seen()
     watch = SessionWatch(SessionFiles(str(tmp_path), "rollout-*.jsonl", seen))
