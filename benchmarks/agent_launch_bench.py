@@ -161,7 +161,18 @@ def agent_env(agent: str, root: Path, model: Any) -> dict[str, str]:
 
     maker = {"claude": agents.claude_env, "codex": agents.codex_env, "gemini": agents.gemini_env,
              "opencode": agents.opencode_env, "pi": agents.pi_env}[agent]
-    return dict(maker(root / agent, model))
+    env = dict(maker(root / agent, model))
+    if agent == "opencode":
+        _opencode_installed(Path(env["XDG_CONFIG_HOME"]))
+    return env
+
+
+def _opencode_installed(config_home: Path) -> None:
+    """OpenCode as a user has it after one run online: its config directory holds the
+    `node_modules` it installs there at start (`@opencode-ai/plugin`). Without it every
+    run would try that install again, which offline (this sandbox) fails after a
+    variable wait that drowns the launcher's share in noise."""
+    (config_home / "opencode" / "node_modules").mkdir(parents=True, exist_ok=True)
 
 
 def _provision_user(agent: str, user: str, model: Any) -> tuple[dict[str, str], Path]:
@@ -199,6 +210,7 @@ def _provision_user(agent: str, user: str, model: Any) -> tuple[dict[str, str], 
         config = directory(home / ".config" / "opencode") / "opencode.json"
         config.write_text(json.dumps(opencode_provider(model)))
         made.append(config)
+        made.append(directory(home / ".config" / "opencode" / "node_modules"))
         for path in (".local/share", ".cache", ".local/state"):
             directory(home / path)
     elif agent == "pi":
