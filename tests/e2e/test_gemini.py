@@ -14,9 +14,15 @@ user's config is changed and what Gemini keeps (its sessions) lands in the real 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pty
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -142,5 +148,79 @@ def test_gemini_with_memory_off_and_the_hub_down(memory_hub: HubProcess,
     assert [state["adapter"] for state in sessions(memory_hub)] == ["gemini", "gemini"]
 
 
-def tool_declarations(request: Recorded) -> list[dict[str, Any]]:
-    return [d for tool in request.tools for d in tool.get("functionDeclarations", [])]
+# -- auto-memory: only an interactive Gemini runs it -----------------------------------------
+
+
+EXTRACTION = "You are an Auto Memory Extraction Agent"
+"""The first words of the system instruction of Gemini's auto-memory requests."""
+
+
+def seed_old_session(home: Path, work: Path) -> None:
+    """A past session auto-memory would mine: 12 user messages, idle for 5 hours (Gemini
+    0.61.0 takes sessions with ≥ 10 user messages idle for ≥ 3 hours)."""
+    chats = home / ".gemini" / "tmp" / work.name / "chats"
+    chats.mkdir(parents=True)
+    (home / ".gemini" / "projects.json").write_text(
+        json.dumps({"projects": {str(work): work.name}}))
+    old = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - 5 * 3600))
+    lines: list[dict[str, Any]] = [{"sessionId": "11111111-2222-4333-8444-555555555555",
+                                    "projectHash": "p", "startTime": old, "lastUpdated": old,
+                                    "kind": "main"}]
+    for index in range(12):
+        lines += [{"id": f"u{index}", "timestamp": old, "type": "user",
+                   "content": [{"text": f"We always deploy with `make ship`, step {index}."}]},
+                  {"id": f"g{index}", "timestamp": old, "type": "gemini", "content": "ok"}]
+    session = chats / "session-2026-12-01T10-00-11111111.jsonl"
+    session.write_text("".join(json.dumps(line) + "\n" for line in [
+        *lines, {"$set": {"lastUpdated": old}}]))
+    os.utime(session, (time.time() - 5 * 3600,) * 2)
+
+
+def interactive(argv: list[str], env: dict[str, str], cwd: Path, model: MockModel,
+                seconds: float) -> list[Recorded]:
+    """Gemini's interactive UI on a terminal for `seconds` after its first request (its
+    prompt, `-i`), then killed; the requests the model got."""
+    controller, terminal = pty.openpty()
+    agent = subprocess.Popen(argv, stdin=terminal, stdout=terminal, stderr=terminal, cwd=cwd,
+                             env={**env, "TERM": "xterm-256color"}, start_new_session=True)
+    os.close(terminal)
+    drain = threading.Thread(target=_drain, args=(controller,), daemon=True)
+    drain.start()
+    try:
+        assert model.wait_for(lambda request: not request.side, 90) is not None
+        time.sleep(seconds)
+    finally:
+        os.killpg(agent.pid, signal.SIGKILL)
+        agent.wait(10)
+        os.close(controller)
+    return list(model.requests)
+
+
+def _drain(fd: int) -> None:
+    with contextlib.suppress(OSError):
+        while os.read(fd, 65536):
+            pass
+
+
+def test_auto_memory_runs_in_gemini_but_not_in_an_amux_launch(memory_hub: HubProcess,
+                                                              tmp_path: Path) -> None:
+    """The user turned Gemini's `experimental.autoMemory` on. Run as it is, interactive
+    Gemini mines the old session at start (the positive control); launched by amux, whose
+    mirror's settings turn it off, it does not, in the same window."""
+    seen = {}
+    for way in ("gemini itself", "amux run"):
+        root = tmp_path / way.replace(" ", "-")
+        with MockModel(*[[Text("ok")] for _ in range(8)]) as model:
+            env = gemini_env(root, model, {"experimental": {"autoMemory": True}})
+            work = root / "work"
+            work.mkdir()
+            seed_old_session(Path(env["HOME"]), work)
+            argv = [str(npm_bin("gemini")), "-i", "Hi."]
+            if way == "amux run":
+                env = {**env, "AMUX_HOME": str(memory_hub.home)}
+                argv = [sys.executable, "-m", "amux", "run", argv[0], "--", *argv[1:]]
+            requests = interactive(argv, env, work, model, seconds=12)
+        seen[way] = [r for r in requests if EXTRACTION in system(r)]
+    assert seen["gemini itself"], "the control: Gemini's auto-memory did not run"
+    assert seen["amux run"] == []
+    assert "amux memory protocol" in system(model.main()[0])  # memory was on for amux
