@@ -99,6 +99,8 @@ STEPS = (
     ("amux.launcher.rundirs", "remove", "remove the run dir"),
     ("amux.launcher.state", "save", "save session state"),
     ("amux.launcher.planfiles", "write", "write plan files"),
+    ("amux.launcher.mirrors", "make", "make the plan's mirrors"),
+    ("amux.launcher.mirrors", "restore", "restore the plan's mirrors"),
     ("amux.protocol.render", "render", "render protocol"),
     ("amux.launcher.supervise", "supervise", "AGENT (supervised)"),
     ("amux.hub.control", "answering", "is the local Hub answering"),
