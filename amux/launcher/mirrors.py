@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from amux.adapters.base import PlanMirror
+from amux.adapters.base import PlanFile, PlanMirror
 from amux.client.wire import ClientError
 from amux.launcher.planfiles import open_below
 from amux.materializer.target import Target
@@ -62,10 +62,12 @@ def make(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
     return warnings
 
 
-def restore(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
+def restore(mirrors: Sequence[PlanMirror], target: Target | None,
+            files: Sequence[PlanFile] = ()) -> list[str]:
     """Move back what the agent wrote in `mirrors` (inner before outer) and remove them
-    unless something had to stay; a warning for each mirror that keeps something."""
-    warnings = []
+    unless something had to stay; a warning for each mirror that keeps something, and
+    for each of the plan's `files` in a mirror that the agent changed (set aside)."""
+    warnings, notes = [], []
     for mirror in reversed(mirrors):
         try:
             fd = _open(Path(mirror.path), target)
@@ -75,6 +77,8 @@ def restore(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
             warnings.append(f"cannot restore {mirror.path}: {exc}")
             continue
         try:
+            notes += _set_aside_changed(fd, mirror, files, Path(mirrors[0].path).parent,
+                                        target)
             kept = _move_back(fd, mirror, target)
         finally:
             os.close(fd)
@@ -84,7 +88,38 @@ def restore(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
     if not warnings:
         for mirror in mirrors:  # the outer ones hold the inner ones
             shutil.rmtree(mirror.path, ignore_errors=True)
-    return warnings
+    return warnings + notes
+
+
+def _set_aside_changed(fd: int, mirror: PlanMirror, files: Sequence[PlanFile], keep: Path,
+                       target: Target | None) -> list[str]:
+    """The plan's own files in `mirror` that the agent rewrote (Gemini's `/settings`):
+    amux writes them afresh for every launch, so the change would be lost with the
+    mirror; each is moved to `keep` (the directory holding the mirrors) as
+    `<name>.changed-<time>`, and named."""
+    notes = []
+    for file in files:
+        name = os.path.basename(file.path)
+        if os.path.dirname(file.path) != mirror.path or name not in mirror.own:
+            continue
+        try:
+            handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            with os.fdopen(handle, "rb") as opened:
+                if opened.read() == file.text.encode("utf-8"):
+                    continue
+            aside = f"{name}.changed-{time.strftime('%Y%m%d%H%M%S')}"
+            parent = _open(keep, target)
+            try:
+                os.rename(name, aside, src_dir_fd=fd, dst_dir_fd=parent)
+            finally:
+                os.close(parent)
+        except (OSError, ValueError):
+            continue  # gone or unreadable: nothing to keep
+        real = os.path.join(mirror.source, name)
+        notes.append(f"the agent changed {name} during this launch; amux gives it its own "
+                     f"copy of {real} for each launch, so the change is not in {real}: it is "
+                     f"kept in {keep / aside}")
+    return notes
 
 
 def _move_back(fd: int, mirror: PlanMirror, target: Target | None) -> list[str]:

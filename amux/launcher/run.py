@@ -393,7 +393,7 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
         finally:
             if watch is not None:
                 session = _learn_session(home, session, watch, plan.argv)
-            for warning in mirrors.restore(plan.mirrors, launch.target):
+            for warning in mirrors.restore(plan.mirrors, launch.target, plan.files):
                 _warn(warning)
         print(closing_line(session, status, launch.adapter, time.monotonic() - started),
               file=sys.stderr, flush=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from amux.adapters.base import PlanMirror
+from amux.adapters.base import PlanFile, PlanMirror
 from amux.client.wire import ClientError
 from amux.launcher import mirrors
 from amux.materializer.target import Target
@@ -132,3 +132,23 @@ def test_an_isolated_mirror_is_the_targets_and_never_follows_its_links(tmp_path:
     [warning] = mirrors.restore(plan, target)
     assert "installation_id" in warning
     assert list(outside.iterdir()) == []
+
+
+def test_a_file_of_the_plan_the_agent_changed_is_kept_and_named(home: Path,
+                                                                tmp_path: Path) -> None:
+    """Gemini's `/settings` rewrites the mirror's settings.json, which amux writes afresh for
+    each launch: the change is set aside beside the mirrors, named, never lost."""
+    outer, inner = two(home, tmp_path)
+    mirrors.make((outer, inner), None)
+    ours = PlanFile(f"{inner.path}/settings.json", '{"ours": 1}')
+    (Path(inner.path) / "settings.json").write_text(ours.text)
+    assert mirrors.restore((outer, inner), None, (ours,)) == []  # unchanged: nothing said
+    mirrors.make((outer, inner), None)
+    (Path(inner.path) / "settings.json").write_text('{"ours": 1, "theme": "dark"}')
+    [note] = mirrors.restore((outer, inner), None, (ours,))
+    kept = Path(note.rpartition(" ")[2])
+    assert kept.parent == Path(outer.path).parent and kept.name.startswith("settings.json.")
+    assert kept.read_text() == '{"ours": 1, "theme": "dark"}'
+    assert "not in " + str(home / ".gemini" / "settings.json") in note
+    assert (home / ".gemini" / "settings.json").read_text() == "{}"
+    assert not Path(outer.path).exists()
