@@ -295,7 +295,6 @@ def bare_arm(agent: str, plan: dict[str, Any], env: dict[str, str], cwd: Path, r
     from amux.adapters.base import PlanMirror
     from amux.launcher import mirrors
 
-    Path(swap(str(Path(state).parent)) if state else bare).mkdir(parents=True, exist_ok=True)
     mirrors.make([PlanMirror(swap(m["path"]), m["source"], tuple(m["own"]))
                   for m in plan.get("mirrors", [])], None)  # before the files inside them
     for path, text in files:

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol, get_args
 
 Channel = Literal["mcp", "cli", "none"]
 EndpointApi = Literal["openai", "anthropic", "gemini"]
+ENDPOINT_APIS: tuple[EndpointApi, ...] = get_args(EndpointApi)
+"""Every API kind `amux run --endpoint-api` takes."""
 RequirementKind = Literal["flag", "env", "setting"]
 NOTHING: Mapping[str, Any] = MappingProxyType({})
 """An empty mapping no one can change: the default of a record's mapping field."""

@@ -78,17 +78,13 @@ def gemini_home(env: Mapping[str, str]) -> str:
     return env.get("GEMINI_CLI_HOME") or env.get("HOME") or os.path.expanduser("~")
 
 
-def _settings(text: str | None, where: str) -> dict[str, Any]:
-    if text is None:
+def _settings(text: str | None, path: str) -> dict[str, Any]:
+    """The user's settings.json as an object ({} when absent or blank); `ValueError`
+    naming the file when it holds anything else."""
+    if text is None or not text.strip():
         return {}
-    try:
-        value = jsonc.loads(text) if text.strip() else {}
-    except ValueError as exc:
-        raise PlanRefused(f"cannot read Gemini's {where}: {exc}; fix the file (Gemini "
-                          "itself would ignore it) and launch again") from None
-    if not isinstance(value, dict):
-        raise PlanRefused(f"cannot read Gemini's {where}: it is not a JSON object")
-    return value
+    return jsonc.load_object(text, f"Gemini's {path}", "fix the file (Gemini itself would "
+                             "ignore it) and launch again")
 
 
 def context_names(settings: Mapping[str, Any]) -> list[str]:
@@ -185,10 +181,7 @@ class GeminiAdapter:
         the protocol."""
         settings = self.user_settings(args, probe)
         home = settings["home"]
-        try:
-            names = context_names(_settings(settings.get(SETTINGS), f"{home}/.gemini/{SETTINGS}"))
-        except PlanRefused as exc:
-            raise ValueError(str(exc)) from None
+        names = context_names(_settings(settings.get(SETTINGS), f"{home}/.gemini/{SETTINGS}"))
         path = os.path.join(home, ".gemini", names[0])
         try:
             text = probe.read_text(path)
@@ -220,7 +213,10 @@ class GeminiAdapter:
         found = request.user_settings or NOTHING
         home = found.get("home") or gemini_home({})
         real = os.path.join(home, ".gemini")
-        settings = _settings(found.get(SETTINGS), os.path.join(real, SETTINGS))
+        try:
+            settings = _settings(found.get(SETTINGS), os.path.join(real, SETTINGS))
+        except ValueError as problem:
+            raise PlanRefused(str(problem)) from None
         ours = dict(settings)
         if endpoint is not None:  # its base URL alone selects an auth Gemini refuses
             security = settings.get("security")

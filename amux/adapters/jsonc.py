@@ -20,3 +20,15 @@ def loads(text: str) -> Any:
     except ValueError:
         pass  # plain JSON is the common case: only now pay for the regex
     return json.loads(_NOISE.sub(lambda found: found.group(1) or " ", text))
+
+
+def load_object(text: str, where: str, fix: str) -> dict[str, Any]:
+    """The JSON object a user's config text holds; `ValueError` naming `where` (the file or
+    variable) and saying `fix` when it is not valid JSONC or not an object."""
+    try:
+        value = loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{where} is not valid JSON(C): {exc}; {fix}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{where} is not a JSON object; {fix}")
+    return value

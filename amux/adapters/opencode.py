@@ -102,14 +102,7 @@ def user_config(value: str | None) -> dict[str, Any]:
     OpenCode ignores it then); `ValueError` naming the variable when it is no JSONC object."""
     if not value:
         return {}
-    try:
-        parsed = jsonc.loads(value)
-    except ValueError as exc:
-        raise ValueError(f"{CONTENT} is not valid JSON(C): {exc}; fix or unset it (OpenCode "
-                         "would refuse it too)") from None
-    if not isinstance(parsed, dict):
-        raise ValueError(f"{CONTENT} is not a JSON object; fix or unset it")
-    return parsed
+    return jsonc.load_object(value, CONTENT, "fix or unset it (OpenCode would refuse it too)")
 
 
 def merge(user: Mapping[str, Any], ours: Mapping[str, Any]) -> dict[str, Any]:

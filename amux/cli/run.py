@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from amux.adapters.base import PlanRefused
+from amux.adapters.base import ENDPOINT_APIS, PlanRefused
 from amux.client.args import strict_parser
 from amux.client.cli import report
 from amux.client.home import amux_home
@@ -25,10 +25,6 @@ _EPILOG = (
     "Everything after `--` goes to the agent unchanged, except what amux merges (e.g. "
     "Claude's --append-system-prompt). The agent's own resume flags are refused: use "
     "--resume with the amux session id from `amux sessions list`.")
-
-
-_APIS = ("openai", "anthropic", "gemini")
-"""What `--endpoint-api` accepts (`base.EndpointApi`)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -55,7 +51,7 @@ def _parser() -> argparse.ArgumentParser:
                         "http://127.0.0.1:11434/v1); the user's agent config is not edited")
     parser.add_argument("--model", metavar="NAME",
                         help="with --endpoint: the model the endpoint serves")
-    parser.add_argument("--endpoint-api", metavar="KIND", choices=_APIS,
+    parser.add_argument("--endpoint-api", metavar="KIND", choices=ENDPOINT_APIS,
                         help="with --endpoint: what it speaks, openai (Chat Completions or "
                         "Responses), anthropic (Messages) or gemini (the Gemini API); "
                         "default: anthropic for claude, gemini for gemini, openai for the "
@@ -102,7 +98,7 @@ def quick_parse(ours: list[str]) -> SimpleNamespace | None:
             index += 1
         if name == "--pass-env":
             values["pass_env"].append(value)
-        elif name == "--endpoint-api" and value not in _APIS:
+        elif name == "--endpoint-api" and value not in ENDPOINT_APIS:
             return None
         else:
             values[name[2:].replace("-", "_")] = value

@@ -27,9 +27,9 @@ from typing import Any, NamedTuple
 
 from amux.adapters import ADAPTERS, for_agent
 from amux.adapters.base import (
+    ENDPOINT_APIS,
     Adapter,
     AgentRequest,
-    EndpointApi,
     EndpointRequest,
     LaunchPlan,
     Memory,
@@ -253,9 +253,8 @@ def _frozen_endpoint(session: state.SessionState) -> EndpointRequest | None:
     if frozen is None:
         return None
     api = frozen.get("api")
-    kinds: dict[object, EndpointApi] = {"anthropic": "anthropic", "gemini": "gemini",
-                                        "openai": "openai"}
-    return EndpointRequest(str(frozen["url"]), str(frozen["model"]), kinds.get(api),
+    return EndpointRequest(str(frozen["url"]), str(frozen["model"]),
+                           next((kind for kind in ENDPOINT_APIS if kind == api), None),
                            frozen.get("key_env"))
 
 

@@ -48,3 +48,11 @@ def test_what_agents_write() -> None:
 def test_invalid_text_is_a_value_error(text: str) -> None:
     with pytest.raises(ValueError):
         jsonc.loads(text)
+
+
+def test_a_users_config_must_hold_an_object_and_the_error_says_where_and_what_to_do() -> None:
+    assert jsonc.load_object('{"a": 1 // mine\n}', "X", "fix X") == {"a": 1}
+    with pytest.raises(ValueError, match=r"^CONF is not valid JSON\(C\): .*; unset CONF$"):
+        jsonc.load_object("{", "CONF", "unset CONF")
+    with pytest.raises(ValueError, match=r"^CONF is not a JSON object; unset CONF$"):
+        jsonc.load_object("[1]", "CONF", "unset CONF")
