@@ -8,9 +8,11 @@ import json
 import re
 from typing import Any
 
-_NOISE = re.compile(r'("(?:[^"\\\n]|\\.)*")|//[^\n]*|/\*.*?\*/|,(?=\s*[}\]])', re.S)
-"""A string, kept whole (a `//` inside one is text); else a comment or a comma before a
-closing bracket, dropped."""
+_NOISE = re.compile(r'("(?:[^"\\\n]|\\.)*")|//[^\n]*|/\*.*?\*/'
+                    r'|,(?=(?:\s|//[^\n]*|/\*(?:[^*]|\*(?!/))*\*/)*[}\]])', re.S)
+"""A string, kept whole (a `//` inside one is text); else a comment, or a comma before a
+closing bracket (comments between them allowed: `"a": 1, // note`; each ends at its
+first `*/`, so the look-ahead cannot run over a value into a later comment), dropped."""
 
 
 def loads(text: str) -> Any:

@@ -56,3 +56,9 @@ def test_a_users_config_must_hold_an_object_and_the_error_says_where_and_what_to
         jsonc.load_object("{", "CONF", "unset CONF")
     with pytest.raises(ValueError, match=r"^CONF is not a JSON object; unset CONF$"):
         jsonc.load_object("[1]", "CONF", "unset CONF")
+
+
+def test_a_trailing_comma_before_a_comment_is_dropped_too() -> None:
+    assert jsonc.loads('{"a": 1, // the last one\n}') == {"a": 1}
+    assert jsonc.loads('["x", /* done */\n]') == ["x"]
+    assert jsonc.loads('{"u": "http://h/",  // "}"\n}') == {"u": "http://h/"}
