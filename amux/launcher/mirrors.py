@@ -12,11 +12,13 @@ mirror behind: the next launch restores it first, and sets aside what still cann
 
 An isolated run's mirror and source are in the target's home, which the target may change
 under root's feet: every directory there is opened from the home down without following
-links (`planfiles.open_below`) and every entry is handled by name within it.
+links (`planfiles.open_below`) and every entry is handled by name within it, the
+mirror's own removal and setting aside included.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -37,9 +39,19 @@ def make(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
     warnings = restore(mirrors, target) if any(os.path.lexists(m.path) for m in mirrors) else []
     for mirror in mirrors:  # what could not go back is set aside, never removed
         if os.path.lexists(mirror.path):
-            aside = f"{mirror.path}.kept-{time.strftime('%Y%m%d%H%M%S')}"
-            os.rename(mirror.path, aside)
-            warnings.append(f"what an earlier launch left in {mirror.path} is now in {aside}")
+            path = Path(mirror.path)
+            aside = f"{path.name}.kept-{time.strftime('%Y%m%d%H%M%S')}"
+            try:
+                parent = _open(path.parent, target)
+                try:
+                    os.rename(path.name, aside, src_dir_fd=parent, dst_dir_fd=parent)
+                finally:
+                    os.close(parent)
+            except (OSError, ValueError) as exc:
+                raise ClientError("internal", f"cannot set aside {path}, left by an earlier "
+                                  f"launch: {exc}") from None
+            warnings.append(f"what an earlier launch left in {path} is now in "
+                            f"{path.parent / aside}")
     for mirror in mirrors:
         path = Path(mirror.path)
         try:
@@ -87,8 +99,17 @@ def restore(mirrors: Sequence[PlanMirror], target: Target | None,
                             f"moved back into {mirror.source}; move them by hand")
     if not warnings:
         for mirror in mirrors:  # the outer ones hold the inner ones
-            shutil.rmtree(mirror.path, ignore_errors=True)
+            _remove(Path(mirror.path), target)
     return warnings + notes
+
+
+def _remove(path: Path, target: Target | None) -> None:
+    with contextlib.suppress(OSError, ValueError):  # gone, or not ours to reach
+        parent = _open(path.parent, target)
+        try:
+            shutil.rmtree(path.name, dir_fd=parent, ignore_errors=True)
+        finally:
+            os.close(parent)
 
 
 def _set_aside_changed(fd: int, mirror: PlanMirror, files: Sequence[PlanFile], keep: Path,

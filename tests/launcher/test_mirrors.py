@@ -152,3 +152,28 @@ def test_a_file_of_the_plan_the_agent_changed_is_kept_and_named(home: Path,
     assert "not in " + str(home / ".gemini" / "settings.json") in note
     assert (home / ".gemini" / "settings.json").read_text() == "{}"
     assert not Path(outer.path).exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_an_isolated_mirror_is_removed_or_set_aside_only_where_it_is(tmp_path: Path) -> None:
+    """The target swaps the session directory for a link to another one holding a
+    `gemini-home`: restoring says it cannot, and the next launch refuses, rather than
+    root removing or moving what is there."""
+    home = tmp_path / "target"
+    (home / ".gemini").mkdir(parents=True)
+    sessions = home / ".amux" / "sessions"
+    (sessions / "s").mkdir(parents=True)
+    target = Target("t", 54321, 54321, (), str(home), "/bin/sh")
+    plan = (PlanMirror(str(sessions / "s" / "gemini-home"), str(home), (".gemini",)),)
+    mirrors.make(plan, target)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "gemini-home").mkdir(parents=True)
+    (elsewhere / "gemini-home" / "precious").write_text("x")
+    (sessions / "s").rename(sessions / "moved")
+    (sessions / "s").symlink_to(elsewhere)
+    [warning] = mirrors.restore(plan, target)
+    assert warning.startswith("cannot restore")
+    with pytest.raises(ClientError, match="cannot set aside"):
+        mirrors.make(plan, target)
+    assert sorted(os.listdir(elsewhere)) == ["gemini-home"]
+    assert (elsewhere / "gemini-home" / "precious").read_text() == "x"
