@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from tests.agentlog import wait_for_pid
+from tests.hostile import require_root
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Text, ToolCall
 from tests.peers import npm_bin
@@ -126,18 +127,9 @@ class World:
         return [t for p in principals for t in p["tokens"] if t["kind"] != "login"]
 
 
-def _require_root() -> None:
-    if os.geteuid() == 0:
-        return
-    message = "isolated runs need root (to create users and switch to them)"
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(message)
-    pytest.skip(message)
-
-
 @pytest.fixture
 def world(short_home: Path) -> Iterator[World]:
-    _require_root()
+    require_root("isolated runs (creating users and switching to them)")
     tag = secrets.token_hex(3)
     names = [f"amuxt-a-{tag}", f"amuxt-b-{tag}"]
     made: list[Path] = []

@@ -12,6 +12,7 @@ from amux.adapters.base import PlanFile, PlanMirror
 from amux.client.wire import ClientError
 from amux.launcher import mirrors
 from amux.materializer.target import Target
+from tests.hostile import require_root
 
 
 @pytest.fixture
@@ -110,10 +111,10 @@ def test_a_mirror_that_cannot_be_made_is_a_clear_error(home: Path, tmp_path: Pat
         mirrors.make((mirror,), None)
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
 def test_an_isolated_mirror_is_the_targets_and_never_follows_its_links(tmp_path: Path) -> None:
     """The target owns its home: the mirror is theirs, and a link they plant where the
     source was makes root move nothing there."""
+    require_root("chown to another user")
     home = tmp_path / "target"
     (home / ".gemini").mkdir(parents=True)
     (home / ".amux" / "sessions" / "s").mkdir(parents=True)
@@ -154,11 +155,11 @@ def test_a_file_of_the_plan_the_agent_changed_is_kept_and_named(home: Path,
     assert not Path(outer.path).exists()
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
 def test_an_isolated_mirror_is_removed_or_set_aside_only_where_it_is(tmp_path: Path) -> None:
     """The target swaps the session directory for a link to another one holding a
     `gemini-home`: restoring says it cannot, and the next launch refuses, rather than
     root removing or moving what is there."""
+    require_root("chown to another user")
     home = tmp_path / "target"
     (home / ".gemini").mkdir(parents=True)
     sessions = home / ".amux" / "sessions"
