@@ -97,6 +97,15 @@ export const AmuxSession = async () => ({{
 """Only the first top-level session counts (`wx`: a later `/new` or a sub-agent's does not)."""
 
 
+def xdg_dirs(home: str) -> dict[str, str]:
+    """The XDG base directories of a user whose home is `home`, each at its default:
+    where OpenCode keeps its config, database, cache and state for that user."""
+    return {"XDG_CONFIG_HOME": os.path.join(home, ".config"),
+            "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
+            "XDG_CACHE_HOME": os.path.join(home, ".cache"),
+            "XDG_STATE_HOME": os.path.join(home, ".local", "state")}
+
+
 def user_config(value: str | None) -> dict[str, Any]:
     """The user's own `OPENCODE_CONFIG_CONTENT` as an object ({} when unset or empty, as
     OpenCode ignores it then); `ValueError` naming the variable when it is no JSONC object."""
@@ -211,11 +220,7 @@ class OpenCodeAdapter:
         return {CONTENT: value}
 
     def isolated_env(self, home: str) -> Mapping[str, str | None]:
-        return {"XDG_CONFIG_HOME": os.path.join(home, ".config"),
-                "XDG_DATA_HOME": os.path.join(home, ".local", "share"),
-                "XDG_CACHE_HOME": os.path.join(home, ".cache"),
-                "XDG_STATE_HOME": os.path.join(home, ".local", "state"),
-                **dict.fromkeys(_LAUNCHER_ONLY)}
+        return {**xdg_dirs(home), **dict.fromkeys(_LAUNCHER_ONLY)}
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None  # OpenCode names its sessions; the plugin tells the launcher

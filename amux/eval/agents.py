@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar, Protocol
 
-from amux.adapters import gemini
+from amux.adapters import gemini, opencode
 from amux.eval.wire import WireName
 
 KEY_VARIABLE = "AMUX_EVAL_API_KEY"
@@ -205,14 +205,10 @@ class OpenCode:
     limits: ClassVar[tuple[str, ...]] = ()
 
     def configure(self, homes: Homes) -> dict[str, str]:
-        dirs = {"XDG_CONFIG_HOME": homes.home / ".config",
-                "XDG_DATA_HOME": homes.home / ".local" / "share",
-                "XDG_CACHE_HOME": homes.home / ".cache",
-                "XDG_STATE_HOME": homes.home / ".local" / "state"}
+        dirs = opencode.xdg_dirs(str(homes.home))
         for directory in dirs.values():
-            directory.mkdir(parents=True, exist_ok=True)
-        return {**{key: str(value) for key, value in dirs.items()},
-                "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"}
+            Path(directory).mkdir(parents=True, exist_ok=True)
+        return {**dirs, "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"}
 
     def turn(self, homes: Homes, prompt: str) -> list[str]:
         return ["run", prompt]
