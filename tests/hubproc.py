@@ -39,8 +39,18 @@ class Caller:
                    "Authorization": f"Bearer {token or self.token}"}
         if binding:
             headers["X-Amux-Binding"] = binding
-        self.connection.request("POST", path, json.dumps(body), headers)
-        response = self.connection.getresponse()
+        reused = self.connection.sock is not None
+        try:
+            self.connection.request("POST", path, json.dumps(body), headers)
+            response = self.connection.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            if not reused:
+                raise
+            # The Hub closes a connection idle for 30 s (a test that ran agents meanwhile):
+            # send again on a new one, as the amux client does.
+            self.connection.close()
+            self.connection.request("POST", path, json.dumps(body), headers)
+            response = self.connection.getresponse()
         return response.status, json.loads(response.read())
 
     def close(self) -> None:

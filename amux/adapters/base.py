@@ -301,6 +301,9 @@ class Adapter(Protocol):
     relaunches the command as it was given)."""
     version_args: tuple[str, ...] | None
     """The arguments that make the agent print its version (None: not asked)."""
+    probe_env: Mapping[str, str]
+    """Variables for the quick answers amux asks the agent for (its version, its help):
+    only what makes them cheaper, never what changes them."""
     requires: tuple[Requirement, ...]
     """Every flag, variable and setting of the agent that `plan` and the hooks use."""
     package: str | None

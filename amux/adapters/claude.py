@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from amux.adapters.base import (
     MEMORY_TOOLS,
     NO_KEY,
+    NOTHING,
     AgentRequest,
     Channel,
     EndpointRequest,
@@ -67,6 +68,7 @@ class ClaudeAdapter:
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
+    probe_env: Mapping[str, str] = NOTHING
     version = first_line_version
     requires = (
         *chosen_session("--session-id", "--resume"),

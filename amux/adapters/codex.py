@@ -36,6 +36,7 @@ from typing import NamedTuple
 
 from amux.adapters.base import (
     ENDPOINT_PROVIDER,
+    NOTHING,
     AgentRequest,
     Channel,
     EndpointRequest,
@@ -101,6 +102,7 @@ class CodexAdapter:
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
+    probe_env: Mapping[str, str] = NOTHING
     version = first_line_version
     requires = (
         Requirement("flag", "-c", "every setting below is passed as `-c key=value`"),

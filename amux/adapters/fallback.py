@@ -10,6 +10,7 @@ import os
 from collections.abc import Mapping
 
 from amux.adapters.base import (
+    NOTHING,
     AgentRequest,
     Channel,
     EndpointRefused,
@@ -26,6 +27,7 @@ class FallbackAdapter:
     channel: Channel = "none"
     tracks_sessions = False
     version_args: tuple[str, ...] | None = None
+    probe_env: Mapping[str, str] = NOTHING
     requires: tuple[Requirement, ...] = ()
     quick_exit_hint: str | None = None
     package: str | None = None

@@ -34,6 +34,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from amux.adapters import jsonc
@@ -134,6 +135,9 @@ class GeminiAdapter:
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
+    probe_env: Mapping[str, str] = MappingProxyType({"GEMINI_CLI_NO_RELAUNCH": "true"})
+    """Gemini starts again as a child with a larger heap unless told not to: twice the
+    start (~2.5 s here) for a version or a help."""
     version = first_line_version
     requires = (
         *chosen_session("--session-id", "--resume"),

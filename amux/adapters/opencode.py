@@ -173,6 +173,7 @@ class OpenCodeAdapter:
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
+    probe_env: Mapping[str, str] = NOTHING
     version = first_line_version
     requires = (
         Requirement("flag", "--session", "`amux run --resume` continues the OpenCode session "

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from amux.adapters.base import (
     ENDPOINT_PROVIDER,
     NO_KEY,
+    NOTHING,
     AgentRequest,
     Channel,
     EndpointRefused,
@@ -159,6 +160,7 @@ class PiAdapter:
     channel: Channel = "cli"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
+    probe_env: Mapping[str, str] = NOTHING
     version = first_line_version
     requires = (
         Requirement("flag", "--session", "the session file is chosen up front, so it can be "

@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +36,11 @@ from amux.doctor import Finding
 from amux.launcher.probe import SystemProbe
 
 HELP_TIMEOUT = 8.0
-"""Seconds an agent gets to print its help (Pi, a Node CLI, takes ~1 s)."""
+"""Seconds an agent gets to print its help or version (a Node CLI takes 1–3 s of CPU)."""
+_PROCESSES = threading.BoundedSemaphore(max(2, os.cpu_count() or 2))
+"""Agent processes run at once, across all agents: one per CPU. Every agent's version
+and help at once (a dozen Node starts on two cores) made each slow enough to miss its
+timeout."""
 SEARCH_SECONDS = 6.0
 SEARCH_BYTES = 4 << 30
 """At most this much installed code is searched for one agent (Claude's binary: ~400 MB)."""
@@ -65,7 +70,7 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
     strings = [r.name for r in adapter.requires if r.kind != "flag"]
     with ThreadPoolExecutor(max_workers=4) as pool:
         asked_version = pool.submit(agent_version, home, adapter, executable, probe)
-        helps = {args: pool.submit(probe.run, [executable, *args], timeout=HELP_TIMEOUT)
+        helps = {args: pool.submit(_ask, probe, [executable, *args], adapter.probe_env)
                  for args in dict.fromkeys(r.help_args for r in flags)}
         searched = pool.submit(search, installed_code(executable), strings)
     version = asked_version.result()
@@ -108,9 +113,18 @@ def agent_version(home: Path, adapter: Adapter, executable: str,
     if home.is_dir():
         from amux.launcher.run import cached_version
 
-        return cached_version(home, adapter, executable)
-    done = probe.run([executable, *adapter.version_args], timeout=HELP_TIMEOUT)
+        with _PROCESSES:
+            return cached_version(home, adapter, executable)
+    done = _ask(probe, [executable, *adapter.version_args], adapter.probe_env)
     return None if done is None else adapter.version(*done)
+
+
+def _ask(probe: SystemProbe, argv: list[str], env: Mapping[str, str],
+         ) -> tuple[int, str, str] | None:
+    """The agent's answer to `argv` (its help, its version), its time bounded from when
+    it starts."""
+    with _PROCESSES:
+        return probe.run(argv, timeout=HELP_TIMEOUT, env=env)
 
 
 def in_help(answer: tuple[int, str, str] | None, flag: str) -> bool | None:

@@ -184,7 +184,7 @@ def cached_version(home: Path, adapter: Adapter, executable: str) -> str | None:
     try:
         done = subprocess.run([executable, *adapter.version_args], capture_output=True,
                               text=True, timeout=VERSION_TIMEOUT_SECONDS,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, env={**os.environ, **adapter.probe_env})
     except (OSError, subprocess.TimeoutExpired):
         return None
     version = adapter.version(done.returncode, done.stdout, done.stderr)
