@@ -30,11 +30,10 @@ the scope directory as `ALLOW_LIST_NAME`. A fingerprint is a domain-separated
 SHA-256 of the matched value, so allowing it allows exactly that value in that
 scope and nothing else. There is no switch that turns the guard off.
 
-Cost: everything runs on the UTF-8 bytes with regexes compiled once; a shape's
-regex is tried only where one of its literal needles occurs (or, for a few with a
-literal prefix, in one pass), and credential names are found together with their
-assignment operator in one regex pass, so prose costs no Python per word. Measured
-in docs/store.md.
+Cost: everything runs on the UTF-8 bytes with regexes compiled once. One pass of an
+Aho-Corasick automaton over the text (and one over its lowered copy) finds every
+literal needle the rules have (`Needles`); each regex is tried only where its needle
+occurs, so prose costs no Python per word. Measured in docs/store.md.
 """
 
 from __future__ import annotations
@@ -47,8 +46,10 @@ import math
 import re
 import string
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+
+from ahocorasick_rs import MATCHKIND_LEFTMOST_FIRST, BytesAhoCorasick
 
 from amux.memory.errors import SecretDetected
 
@@ -249,42 +250,97 @@ def _random(value: str) -> bool:
     return not is_placeholder(value) and looks_random(value)
 
 
+class Needles:
+    """Where literal needles occur in a text, every occurrence (overlapping ones too), in
+    one pass of a compiled Aho-Corasick automaton (`ahocorasick_rs`, with a SIMD
+    prefilter) instead of one `bytes.find` pass per needle: the guard looks for ~80
+    needles, and those passes were most of its time on a large note.
+
+    The prefilter needs 3 bytes of a needle to be selective (one 2-byte needle made the
+    pass 3× slower), so a shorter needle is found on its own, by its first byte
+    (`memchr`): give one only when that byte is rare in text (`Q~`)."""
+
+    def __init__(self, needles: Iterable[bytes]) -> None:
+        self.needles = tuple(dict.fromkeys(needles))
+        self._short = [(index, needle) for index, needle in enumerate(self.needles)
+                       if len(needle) < 3]
+        patterns = [needle for needle in self.needles if len(needle) >= 3]
+        self._index = [self.needles.index(needle) for needle in patterns]
+        self._leftmost = BytesAhoCorasick(patterns, matchkind=MATCHKIND_LEFTMOST_FIRST)
+        self._every = BytesAhoCorasick(patterns)  # its overlapping search reports all
+        self._reach = max(map(len, patterns)) - 1
+        self._alone = [not any(_overlaps(needle, other) for other in patterns)
+                       for needle in patterns]
+        """Per pattern: no other can start inside or at an occurrence of it."""
+
+    def find(self, data: bytes) -> dict[bytes, list[int]]:
+        """Each needle that occurs in `data` → its start offsets, ascending.
+
+        The leftmost-first pass (the fast one) reports no match that starts inside or at
+        another it reports, and every occurrence starts in one it reports: around a
+        reported needle that another can overlap, the text is searched for all matches."""
+        found: dict[int, set[int]] = {}
+        view = memoryview(data)
+        for pattern, start, end in self._leftmost.find_matches_as_indexes(data):
+            if self._alone[pattern]:
+                found.setdefault(self._index[pattern], set()).add(start)
+                continue
+            window = view[start:end + self._reach]
+            for pattern, at, _ in self._every.find_matches_as_indexes(window, overlapping=True):
+                if at < end - start:
+                    found.setdefault(self._index[pattern], set()).add(start + at)
+        for index, needle in self._short:
+            at = data.find(needle[:1])
+            while at >= 0:
+                if data.startswith(needle, at):
+                    found.setdefault(index, set()).add(at)
+                at = data.find(needle[:1], at + 1)
+        return {self.needles[index]: sorted(starts) for index, starts in found.items()}
+
+
+def _overlaps(needle: bytes, other: bytes) -> bool:
+    """Whether another occurrence, of `other`, can start inside or at one of `needle`
+    (`xox` in `xoxox`, `sk-` at `sk-ant-`)."""
+    return any(other.startswith(needle[cut:]) or needle[cut:].startswith(other)
+               for cut in range(1 if other == needle else 0, len(needle)))
+
+
+def _starts(found: Mapping[bytes, list[int]], needles: Iterable[bytes]) -> list[int]:
+    """Where any of `needles` starts, ascending."""
+    return sorted({start for needle in needles for start in found.get(needle, ())})
+
+
 class _Shape:
     """A token with a recognisable shape: literal needles, a regex, a value check."""
 
     def __init__(self, rule: str, needles: tuple[str, ...], pattern: str, check: Check = (
-        _not_placeholder), *, before: str = "word-", back: int = 0, direct: bool = False,
+        _not_placeholder), *, before: str = "word-", back: int = 0,
     ) -> None:
         self.rule = rule
         self.needles = needles
-        self._needles = tuple(needle.encode() for needle in needles)
+        self.literals = tuple(needle.encode() for needle in needles)
         self.pattern = re.compile(pattern.encode())
+        """It can match only `back` bytes before one of the needles."""
         self.check = check
         self.before = {"word-": _WORD | {ord("-")}, "word": _WORD, "": frozenset()}.get(
             before, _WORD | frozenset(before.encode()))
         """Bytes that may not precede the match (a boundary `\\b` cannot express)."""
         self.back = back
         """How far before a needle the pattern starts (0: it starts with the needle)."""
-        self.direct = direct
-        """Run the regex over the whole text (its literal prefix makes that the cheaper
-        pass) instead of finding the needles first."""
         self._value = "v" in self.pattern.groupindex
 
-    def find(self, data: bytes) -> Iterator[tuple[int, int]]:
-        """Spans of the values in `data`."""
-        if self.direct:
-            for match in self.pattern.finditer(data):
-                yield from self._accept(data, match)
-            return
-        for needle in self._needles:
-            index = data.find(needle)
-            while index >= 0:
-                found = self.pattern.match(data, index - self.back) if index >= self.back else None
-                index = data.find(needle, index + 1)
-                if found is not None:
-                    yield from self._accept(data, found)
-                    while 0 <= index < found.end():
-                        index = data.find(needle, index + 1)  # inside this token
+    def find(self, data: bytes, starts: Iterable[int]) -> Iterator[tuple[int, int]]:
+        """Spans of the values in `data`, given where its needles start (ascending): what
+        `pattern.finditer(data)` finds, the pattern tried only where it can match."""
+        end = 0
+        for start in starts:
+            at = start - self.back
+            if at < end or at < 0:
+                continue  # inside the previous token
+            found = self.pattern.match(data, at)
+            if found is not None:
+                end = found.end()
+                yield from self._accept(data, found)
 
     def _accept(self, data: bytes, match: re.Match[bytes]) -> Iterator[tuple[int, int]]:
         if match.start() and data[match.start() - 1] in self.before:
@@ -303,12 +359,11 @@ _END = r"(?![A-Za-z0-9_-])"
 
 _SHAPES: tuple[_Shape, ...] = (
     _Shape("aws-access-key-id", ("AKIA", "ASIA", "ABIA", "ACCA"),
-           r"A(?:KI|SI|BI|CC)A[A-Z0-9]{16}(?![A-Za-z0-9])", before="word", direct=True),
+           r"A(?:KI|SI|BI|CC)A[A-Z0-9]{16}(?![A-Za-z0-9])", before="word"),
     _Shape("github-token", ("ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_"),
-           r"g(?:h[pousr]_[A-Za-z0-9]{36,251}|ithub_pat_[A-Za-z0-9_]{40,251})" + _END,
-           direct=True),
+           r"g(?:h[pousr]_[A-Za-z0-9]{36,251}|ithub_pat_[A-Za-z0-9_]{40,251})" + _END),
     _Shape("gitlab-token", ("glpat-", "gldt-", "glrt-", "glptt-", "glsoat-", "glcbt-"),
-           r"gl(?:pat|dt|rt|ptt|soat|cbt)-[A-Za-z0-9_.-]{20,512}+" + _END, direct=True),
+           r"gl(?:pat|dt|rt|ptt|soat|cbt)-[A-Za-z0-9_.-]{20,512}+" + _END),
     _Shape("slack-token", ("xox",), r"xox[abposre]-(?:\d+-)?[A-Za-z0-9-]{10,512}+" + _END, _random),
     _Shape("slack-webhook", ("hooks.slack.com",),
            r"hooks\.slack\.com/(?:services|workflows)/(?P<v>[A-Za-z0-9/_-]{20,512}+)", before=""),
@@ -333,18 +388,23 @@ _SHAPES: tuple[_Shape, ...] = (
            before="~.-", back=4),
     _Shape("huggingface-token", ("hf_",), r"hf_[A-Za-z]{34,40}" + _END),
     _Shape("vault-token", ("hvs.", "hvb.", "hvr."), r"hv[sbr]\.[A-Za-z0-9_-]{24,512}+" + _END,
-           _random, direct=True),
+           _random),
     _Shape("sendgrid-key", ("SG.",), r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}" + _END),
     _Shape("digitalocean-token", ("dop_v1_", "doo_v1_", "dor_v1_"),
-           r"do[por]_v1_[a-f0-9]{64}" + _END, direct=True),
+           r"do[por]_v1_[a-f0-9]{64}" + _END),
     _Shape("age-secret-key", ("AGE-SECRET-KEY-",), r"AGE-SECRET-KEY-1[0-9A-Z]{58}" + _END),
     _Shape("telegram-bot-token", (":AA",), r"(?<=[0-9]{8}):AA[A-Za-z0-9_-]{33}" + _END,
            before=""),
     _Shape("shopify-token", ("shpat_", "shpca_", "shppa_", "shpss_"),
-           r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _END, direct=True),
+           r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}" + _END),
     _Shape("databricks-token", ("dapi",), r"dapi[a-f0-9]{32}(?:-\d)?" + _END, _random),
     _Shape("amux-token", ("amux_",), r"amux_[A-Za-z0-9_-]{43}" + _END),
 )
+
+MULTI_LINE_MARKER = b"PRIVATE KEY"
+"""In every private key block's header, the one rule that spans lines; every other rule
+matches within one line (names, operators and values exclude line breaks), which
+`scan_change` relies on."""
 
 _BREAK = rb"(?:\r?\n|\\r\\n|\\n)"
 """A line break, or its escape inside a JSON string (a key pasted from a credentials file)."""
@@ -372,29 +432,35 @@ _NAME_HINT = re.compile(
 )
 """A word credential names contain, the rest of the name, then an assignment operator;
 run on the lowered text, so prose ("the token is") costs no Python at all."""
-_HINT_WORDS = (b"pass", b"pw", b"token", b"secret", b"key", b"auth", b"cred",
+_HINT_WORDS = (b"pass", b"pwd", *(b"pw" + bytes([after]) for after in b".-*`'\"] \t:=\xef"),
+               b"token", b"secret", b"key", b"auth", b"cred",
                *(word.encode() for word in _CHINESE_WORDS))
-"""Where a `_NAME_HINT` match can start (its alternatives' first words)."""
+"""Where a `_NAME_HINT` match can start: its alternatives' first words, with `pw` as the
+3 bytes it starts (`pw\\b`, then the name's tail or the operator) so that `Needles` can
+find it in its one pass."""
 
 
-def name_hints(lower: bytes) -> Iterator[re.Match[bytes]]:
-    """`_NAME_HINT.finditer(lower)`, found faster: `bytes.find` locates the few places a
-    match can start and the pattern is tried only there (finditer tries every position;
-    ~40% of the guard's time on a 64 KiB note). Same matches, same order."""
-    starts: set[int] = set()
-    for word in _HINT_WORDS:
-        index = lower.find(word)
-        while index >= 0:
-            starts.add(index)
-            index = lower.find(word, index + 1)
+_IN_LOWER = Needles((*_HINT_WORDS, b"bearer", b"basic"))
+"""What the guard looks for in the lowered text: name hints and authorization schemes."""
+
+
+def name_hints(lower: bytes, found: Mapping[bytes, list[int]] | None = None,
+               ) -> Iterator[re.Match[bytes]]:
+    """`_NAME_HINT.finditer(lower)`, found faster: the pattern is tried only where one of
+    its first words starts (`found`: `_IN_LOWER.find(lower)`, computed when not given),
+    not at every position. Same matches, same order."""
+    if found is None:
+        found = _IN_LOWER.find(lower)
     end = 0
-    for start in sorted(starts):
+    for start in _starts(found, _HINT_WORDS):
         if start < end:
             continue
         match = _NAME_HINT.match(lower, start)
         if match is not None:
             end = match.end()
             yield match
+
+
 _AFTER_NAME = re.compile(
     (_OPERATOR + r"[ \t]{0,8}[*_]{0,2}[ \t]{0,8}"
      r"(?:\"(?P<dq>[^\"\n]{1,512})\"|'(?P<sq>[^'\n]{1,512})'|`(?P<bq>[^`\n]{1,512})`"
@@ -451,11 +517,12 @@ def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _assignments(data: bytes, lower: bytes) -> Iterator[tuple[int, int, str]]:
+def _assignments(data: bytes, lower: bytes, found: Mapping[bytes, list[int]],
+                 ) -> Iterator[tuple[int, int, str]]:
     """Values assigned to credential names: (start, end, rule)."""
     seen_end = -1
     values: dict[bytes, bool] = {}
-    for hint in name_hints(lower):
+    for hint in name_hints(lower, found):
         if hint.start() < seen_end:
             continue  # a credential word inside the previous value names nothing
         end = hint.end("tail")
@@ -488,8 +555,6 @@ def _assignments(data: bytes, lower: bytes) -> Iterator[tuple[int, int, str]]:
 
 def _private_keys(data: bytes) -> Iterator[tuple[int, int, str, int]]:
     """Private key blocks: (value start, value end, rule, header start)."""
-    if b"PRIVATE KEY" not in data:
-        return
     for match in _PRIVATE_KEY.finditer(data):
         if len(set(match.group("v"))) < 10:
             continue  # a mask (`AAAA…`, `xxxx…`), not key material
@@ -499,10 +564,16 @@ def _private_keys(data: bytes) -> Iterator[tuple[int, int, str, int]]:
         yield match.start("v"), match.end("v"), rule, match.start()
 
 
-def _url_credentials(data: bytes) -> Iterator[tuple[int, int]]:
-    if b"://" not in data or b"@" not in data:
+def _url_credentials(data: bytes, starts: list[int]) -> Iterator[tuple[int, int]]:
+    """`scheme://user:password@host`, tried where `://` starts."""
+    if not starts or b"@" not in data:
         return
-    for match in _URL_CREDENTIALS.finditer(data):
+    end = 0
+    for start in starts:
+        match = _URL_CREDENTIALS.match(data, start) if start >= end else None
+        if match is None:
+            continue
+        end = match.end()
         password, user = _text(match.group("v")), _text(match.group("user"))
         low = password.lower()
         if is_placeholder(password) or low in _URL_DEFAULTS or low == user.lower() or (
@@ -513,15 +584,27 @@ def _url_credentials(data: bytes) -> Iterator[tuple[int, int]]:
             yield match.span("v")
 
 
-def _auth_headers(data: bytes, lower: bytes) -> Iterator[tuple[int, int]]:
-    if b"bearer" not in lower and b"basic" not in lower:
-        return
-    for match in _AUTH_SCHEME.finditer(lower):
-        if match.start() and lower[match.start() - 1] in _WORD:
+def _auth_headers(data: bytes, lower: bytes, starts: list[int]) -> Iterator[tuple[int, int]]:
+    """`Bearer …` and `Basic …` values, tried where a scheme's name starts."""
+    end = 0
+    for start in starts:
+        match = _AUTH_SCHEME.match(lower, start) if start >= end else None
+        if match is None:
             continue
-        start, end = match.span("v")
-        if looks_random(_text(data[start:end])):
-            yield start, end
+        end = match.end()
+        if start and lower[start - 1] in _WORD:
+            continue
+        value_start, value_end = match.span("v")
+        if looks_random(_text(data[value_start:value_end])):
+            yield value_start, value_end
+
+
+_IN_DATA = Needles((*(literal for shape in _SHAPES for literal in shape.literals), b"://",
+                    MULTI_LINE_MARKER))
+"""What the guard looks for in the text as written: token shapes' literal parts, URLs'
+`://` and the private key header's words."""
+_SHAPE_OF = {literal: [shape for shape in _SHAPES if literal in shape.literals]
+             for literal in _IN_DATA.needles}
 
 
 def scan(content: str | bytes) -> list[Finding]:
@@ -533,14 +616,21 @@ def scan(content: str | bytes) -> list[Finding]:
     a GitHub token in `TOKEN=ghp_…` is reported as `github-token`.
     """
     data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
-    spans: list[tuple[int, int, str, int]] = list(_private_keys(data))
-    for shape in _SHAPES:
-        spans.extend((start, end, shape.rule, start) for start, end in shape.find(data))
+    found = _IN_DATA.find(data)
+    spans: list[tuple[int, int, str, int]] = (
+        list(_private_keys(data)) if MULTI_LINE_MARKER in found else [])
+    hit = {shape for literal in found for shape in _SHAPE_OF.get(literal, ())}
+    for shape in (shape for shape in _SHAPES if shape in hit):  # the more specific first
+        spans.extend((start, end, shape.rule, start)
+                     for start, end in shape.find(data, _starts(found, shape.literals)))
+    spans.extend((start, end, "url-credentials", start)
+                  for start, end in _url_credentials(data, found.get(b"://", [])))
     lower = data.lower()  # ASCII letters only: same length, same offsets
-    spans.extend((start, end, "url-credentials", start) for start, end in _url_credentials(data))
-    spans.extend(
-        (start, end, "authorization-header", start) for start, end in _auth_headers(data, lower))
-    spans.extend((start, end, rule, start) for start, end, rule in _assignments(data, lower))
+    in_lower = _IN_LOWER.find(lower)
+    spans.extend((start, end, "authorization-header", start) for start, end
+                 in _auth_headers(data, lower, _starts(in_lower, (b"bearer", b"basic"))))
+    spans.extend((start, end, rule, start)
+                 for start, end, rule in _assignments(data, lower, in_lower))
     taken = _Taken()
     kept = [span for span in spans if taken.add(span[0], span[1])]  # the more specific first
     kept.sort(key=lambda span: (span[3], span[0]))
@@ -552,10 +642,6 @@ def scan(content: str | bytes) -> list[Finding]:
     return findings
 
 
-MULTI_LINE_MARKER = b"PRIVATE KEY"
-"""In every private key block's header, the one rule that spans lines; every other rule
-matches within one line (names, operators and values exclude line breaks), which
-`scan_change` relies on."""
 _CHUNK = 4096
 
 

@@ -365,3 +365,65 @@ def test_name_hints_finds_what_finditer_finds(parts: list[str]) -> None:
     lower = "".join(parts).lower().encode()
     assert [m.span() for m in secretguard.name_hints(lower)] == [
         m.span() for m in secretguard._NAME_HINT.finditer(lower)]
+
+
+# -- one automaton pass instead of a find per needle -----------------------------------
+
+
+def chains(needles: tuple[bytes, ...]) -> list[bytes]:
+    """Each needle run into another that begins with its end (`:AA` + `AKIA`: `:AAKIA`),
+    or holding another: where a single leftmost pass cannot report both."""
+    found = []
+    for first in needles:
+        for second in needles:
+            for cut in range(1, len(first)):
+                if second.startswith(first[cut:]) or first[cut:].startswith(second):
+                    found.append(first + second[len(first) - cut:])
+    return found
+
+
+NEEDLE_PARTS = st.sampled_from([
+    *secretguard._IN_DATA.needles, *secretguard._IN_LOWER.needles,
+    *chains(secretguard._IN_DATA.needles), *chains(secretguard._IN_LOWER.needles),
+    *(part.encode() for part in ("A", "a", "K", "I", "S", "Q", "~", "g", "h", "p", "w", "_",
+                                 "-", ".", "=", ":", "?", "&", " ", "\n", "@", "/", "0123",
+                                 "x9Qz", "q1W2e3R4t5Y6u7I8", "sk", "令", "密", "：")),
+])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(NEEDLE_PARTS, max_size=60))
+def test_needles_finds_every_occurrence_of_every_needle(parts: list[bytes]) -> None:
+    """What one leftmost pass and its windows find is what `bytes.find` finds needle by
+    needle, overlapping and nested occurrences included (`:AAKIA…`, `sk-ant-`)."""
+    data = b"".join(parts)
+    for needles in (secretguard._IN_DATA, secretguard._IN_LOWER):
+        expected = {}
+        for needle in needles.needles:
+            starts = [index for index in range(len(data)) if data.startswith(needle, index)]
+            if starts:
+                expected[needle] = starts
+        assert needles.find(data) == expected
+
+
+TOKEN_PARTS = st.sampled_from([
+    *(literal.decode() for shape in secretguard._SHAPES for literal in shape.literals),
+    "1234", "12345678", "AA", "ant-", "proj-", "v1_", "_v1_", "eyJ", ".", "-", "_", "~",
+    "?", "&", "=", " ", "\n", "x9Qz", "q1W2e3R4t5Y6u7I8", "Zk3", "abcdef0123456789",
+    "ABCDEFGHIJKLMNOP", "0f" * 8, "+/", "%2F",
+    *(text for _rule, text in POSITIVE), *(text[:len(text) // 2] for _rule, text in POSITIVE),
+])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(TOKEN_PARTS, max_size=50))
+def test_each_shape_finds_what_its_finditer_finds(parts: list[str]) -> None:
+    """A shape's regex tried only at its needles finds what `finditer` over the whole
+    text finds: each pattern can only match `back` bytes before one of its needles."""
+    data = "".join(parts).encode()
+    found = secretguard._IN_DATA.find(data)
+    for shape in secretguard._SHAPES:
+        expected = [span for match in shape.pattern.finditer(data)
+                    for span in shape._accept(data, match)]
+        got = list(shape.find(data, secretguard._starts(found, shape.literals)))
+        assert got == expected, shape.rule
