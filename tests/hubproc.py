@@ -69,7 +69,9 @@ class HubProcess(Caller):
         )
         assert self.process.stdout is not None
         line = self.process.stdout.readline()
-        assert line, self.process.stderr.read() if self.process.stderr else "no output"
+        if not line:  # it failed to start: collect it (no process or pipe left behind)
+            _, err = self.process.communicate(timeout=20)
+            raise AssertionError(err or "the Hub printed nothing")
         self.status = json.loads(line)
         self.socket_path = self.status["address"].removeprefix("unix:")
         owner = json.loads((home / "credentials" / "owner.json").read_text())
