@@ -343,6 +343,10 @@ ADVERSARIAL = {
     "many sk- starts": b"sk-" * 21845,
     "url without host": b"://a:" + b"b" * 65000,
     "assignments": b"token=" * 10922,
+    "many Q~ starts (a needle found by its first byte)": b"Q~" * 32768,
+    "a run of Q": b"Q" * 65536,
+    "self-overlapping needles": b"xo" * 32768,
+    "chained needles": b":AAKIA" * 10922,
 }
 
 
