@@ -262,47 +262,35 @@ class Needles:
 
     def __init__(self, needles: Iterable[bytes]) -> None:
         self.needles = tuple(dict.fromkeys(needles))
-        self._short = [(index, needle) for index, needle in enumerate(self.needles)
-                       if len(needle) < 3]
+        self._short = [needle for needle in self.needles if len(needle) < 3]
         patterns = [needle for needle in self.needles if len(needle) >= 3]
-        self._index = [self.needles.index(needle) for needle in patterns]
+        self._patterns = patterns
         self._leftmost = BytesAhoCorasick(patterns, matchkind=MATCHKIND_LEFTMOST_FIRST)
-        self._every = BytesAhoCorasick(patterns)  # its overlapping search reports all
-        self._reach = max(map(len, patterns)) - 1
-        self._alone = [not any(_overlaps(needle, other) for other in patterns)
-                       for needle in patterns]
-        """Per pattern: no other can start inside or at an occurrence of it."""
+        self._within = [[(cut, other) for other in patterns for cut in range(len(needle))
+                         if other.startswith(needle[cut:]) or needle[cut:].startswith(other)
+                         if (cut, other) != (0, needle)] for needle in patterns]
+        """Per pattern: (offset, another) where another can start inside or at an
+        occurrence of it (`xox` in `xoxox`, `AKIA` in `:AAKIA`, `sk-ant-` at `sk-`)."""
 
     def find(self, data: bytes) -> dict[bytes, list[int]]:
         """Each needle that occurs in `data` → its start offsets, ascending.
 
         The leftmost-first pass (the fast one) reports no match that starts inside or at
-        another it reports, and every occurrence starts in one it reports: around a
-        reported needle that another can overlap, the text is searched for all matches."""
-        found: dict[int, set[int]] = {}
-        view = memoryview(data)
-        for pattern, start, end in self._leftmost.find_matches_as_indexes(data):
-            if self._alone[pattern]:
-                found.setdefault(self._index[pattern], set()).add(start)
-                continue
-            window = view[start:end + self._reach]
-            for pattern, at, _ in self._every.find_matches_as_indexes(window, overlapping=True):
-                if at < end - start:
-                    found.setdefault(self._index[pattern], set()).add(start + at)
-        for index, needle in self._short:
+        another it reports, and every occurrence starts in one it reports or after it:
+        what can start inside a reported one is checked where it would be."""
+        found: dict[bytes, set[int]] = {}
+        for index, start, _ in self._leftmost.find_matches_as_indexes(data):
+            found.setdefault(self._patterns[index], set()).add(start)
+            for cut, other in self._within[index]:
+                if data.startswith(other, start + cut):
+                    found.setdefault(other, set()).add(start + cut)
+        for needle in self._short:
             at = data.find(needle[:1])
             while at >= 0:
                 if data.startswith(needle, at):
-                    found.setdefault(index, set()).add(at)
+                    found.setdefault(needle, set()).add(at)
                 at = data.find(needle[:1], at + 1)
-        return {self.needles[index]: sorted(starts) for index, starts in found.items()}
-
-
-def _overlaps(needle: bytes, other: bytes) -> bool:
-    """Whether another occurrence, of `other`, can start inside or at one of `needle`
-    (`xox` in `xoxox`, `sk-` at `sk-ant-`)."""
-    return any(other.startswith(needle[cut:]) or needle[cut:].startswith(other)
-               for cut in range(1 if other == needle else 0, len(needle)))
+        return {needle: sorted(starts) for needle, starts in found.items()}
 
 
 def _starts(found: Mapping[bytes, list[int]], needles: Iterable[bytes]) -> list[int]:
