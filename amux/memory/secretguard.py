@@ -293,6 +293,19 @@ class Needles:
         return {needle: sorted(starts) for needle, starts in found.items()}
 
 
+def _matches_at(pattern: re.Pattern[bytes], data: bytes, starts: Iterable[int],
+               ) -> Iterator[re.Match[bytes]]:
+    """What `pattern.finditer(data)` finds when a match can only begin at one of `starts`
+    (ascending): the pattern is tried there alone, none inside the previous match."""
+    end = 0
+    for start in starts:
+        if start >= end:
+            match = pattern.match(data, start)
+            if match is not None:
+                end = match.end()
+                yield match
+
+
 def _starts(found: Mapping[bytes, list[int]], needles: Iterable[bytes]) -> list[int]:
     """Where any of `needles` starts, ascending."""
     return sorted({start for needle in needles for start in found.get(needle, ())})
@@ -320,15 +333,9 @@ class _Shape:
     def find(self, data: bytes, starts: Iterable[int]) -> Iterator[tuple[int, int]]:
         """Spans of the values in `data`, given where its needles start (ascending): what
         `pattern.finditer(data)` finds, the pattern tried only where it can match."""
-        end = 0
-        for start in starts:
-            at = start - self.back
-            if at < end or at < 0:
-                continue  # inside the previous token
-            found = self.pattern.match(data, at)
-            if found is not None:
-                end = found.end()
-                yield from self._accept(data, found)
+        ats = (start - self.back for start in starts if start >= self.back)
+        for found in _matches_at(self.pattern, data, ats):
+            yield from self._accept(data, found)
 
     def _accept(self, data: bytes, match: re.Match[bytes]) -> Iterator[tuple[int, int]]:
         if match.start() and data[match.start() - 1] in self.before:
@@ -439,14 +446,7 @@ def name_hints(lower: bytes, found: Mapping[bytes, list[int]] | None = None,
     not at every position. Same matches, same order."""
     if found is None:
         found = _IN_LOWER.find(lower)
-    end = 0
-    for start in _starts(found, _HINT_WORDS):
-        if start < end:
-            continue
-        match = _NAME_HINT.match(lower, start)
-        if match is not None:
-            end = match.end()
-            yield match
+    return _matches_at(_NAME_HINT, lower, _starts(found, _HINT_WORDS))
 
 
 _AFTER_NAME = re.compile(
@@ -556,12 +556,7 @@ def _url_credentials(data: bytes, starts: list[int]) -> Iterator[tuple[int, int]
     """`scheme://user:password@host`, tried where `://` starts."""
     if not starts or b"@" not in data:
         return
-    end = 0
-    for start in starts:
-        match = _URL_CREDENTIALS.match(data, start) if start >= end else None
-        if match is None:
-            continue
-        end = match.end()
+    for match in _matches_at(_URL_CREDENTIALS, data, starts):
         password, user = _text(match.group("v")), _text(match.group("user"))
         low = password.lower()
         if is_placeholder(password) or low in _URL_DEFAULTS or low == user.lower() or (
@@ -574,13 +569,8 @@ def _url_credentials(data: bytes, starts: list[int]) -> Iterator[tuple[int, int]
 
 def _auth_headers(data: bytes, lower: bytes, starts: list[int]) -> Iterator[tuple[int, int]]:
     """`Bearer …` and `Basic …` values, tried where a scheme's name starts."""
-    end = 0
-    for start in starts:
-        match = _AUTH_SCHEME.match(lower, start) if start >= end else None
-        if match is None:
-            continue
-        end = match.end()
-        if start and lower[start - 1] in _WORD:
+    for match in _matches_at(_AUTH_SCHEME, lower, starts):
+        if match.start() and lower[match.start() - 1] in _WORD:
             continue
         value_start, value_end = match.span("v")
         if looks_random(_text(data[value_start:value_end])):
