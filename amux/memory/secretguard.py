@@ -659,11 +659,18 @@ def _common(limit: int, same: Callable[[int, int], bool]) -> int:
     return low
 
 
-def scan_change(old: bytes, new: bytes) -> list[Finding]:
-    """`scan(new)` for content `new` replacing `old` that had no finding at all: only the
-    lines that changed are read (a typical edit of a large note costs a small scan),
-    with the findings' lines and offsets those of `new`."""
-    span = changed_lines(old, new)
+CHANGE_SCAN_FROM = 4096
+"""The size from which `scan_change` reads only what changed: below it a full scan
+costs no more than finding the changed lines (3 KiB: ~60 µs either way for a one-line
+edit on a slow host, and a full scan is cheaper when most lines changed)."""
+
+
+def scan_change(old: bytes, new: bytes, *, from_size: int = CHANGE_SCAN_FROM,
+                ) -> list[Finding]:
+    """`scan(new)` for content `new` replacing `old` that had no finding at all: from
+    `from_size` bytes only the lines that changed are read (a typical edit of a large
+    note costs a small scan), with the findings' lines and offsets those of `new`."""
+    span = changed_lines(old, new) if len(new) >= from_size else None
     if span is None:
         return scan(new)
     start, end = span

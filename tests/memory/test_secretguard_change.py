@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from amux.memory import GLOBAL, Store
 from amux.memory.errors import SecretDetected
 from amux.memory.revision import revision_of
-from amux.memory.secretguard import changed_lines, scan, scan_change
+from amux.memory.secretguard import CHANGE_SCAN_FROM, changed_lines, scan, scan_change
 from tests.memory.test_secretguard_corpus import notes, secret_cases
 
 CLEAN_LINES = [line for text in notes().values() for line in text.splitlines()]
@@ -61,7 +61,7 @@ def edits(draw: st.DrawFn) -> tuple[str, str]:
 @given(edits())
 def test_a_change_scan_finds_what_a_full_scan_finds(edit: tuple[str, str]) -> None:
     old, new = (text.encode("utf-8", "surrogatepass") for text in edit)
-    assert scan_change(old, new) == scan(new)
+    assert scan_change(old, new, from_size=0) == scan(new)  # always the change scan
 
 
 def test_a_one_line_edit_of_a_large_note_reads_a_few_lines() -> None:
@@ -77,7 +77,8 @@ def test_a_hand_edited_secret_still_blocks_updates_of_that_document(
     """The store wrote the note and found nothing; someone then pastes a token into the
     file by hand. An update elsewhere in the note, at the revision on disk, is scanned in
     full and refused, as before incremental scans."""
-    body = "".join(f"- item {n}\n" for n in range(200))
+    body = "".join(f"- item {n}\n" for n in range(600))
+    assert len(body) >= CHANGE_SCAN_FROM  # the size at which only changes are read
     store.upsert(GLOBAL, "notes/long.md", body, "absent")
     path = memory_root / "global" / "notes" / "long.md"
     token = "ghp_" + "Zq8vR2mXk9Lp4Wn7tYb3" * 2
