@@ -581,8 +581,6 @@ _IN_DATA = Needles((*(literal for shape in _SHAPES for literal in shape.literals
                     MULTI_LINE_MARKER))
 """What the guard looks for in the text as written: token shapes' literal parts, URLs'
 `://` and the private key header's words."""
-_SHAPE_OF = {literal: [shape for shape in _SHAPES if literal in shape.literals]
-             for literal in _IN_DATA.needles}
 
 
 def scan(content: str | bytes) -> list[Finding]:
@@ -597,10 +595,10 @@ def scan(content: str | bytes) -> list[Finding]:
     found = _IN_DATA.find(data)
     spans: list[tuple[int, int, str, int]] = (
         list(_private_keys(data)) if MULTI_LINE_MARKER in found else [])
-    hit = {shape for literal in found for shape in _SHAPE_OF.get(literal, ())}
-    for shape in (shape for shape in _SHAPES if shape in hit):  # the more specific first
-        spans.extend((start, end, shape.rule, start)
-                     for start, end in shape.find(data, _starts(found, shape.literals)))
+    for shape in _SHAPES:  # the more specific first
+        if not found.keys().isdisjoint(shape.literals):
+            spans.extend((start, end, shape.rule, start)
+                         for start, end in shape.find(data, _starts(found, shape.literals)))
     spans.extend((start, end, "url-credentials", start)
                   for start, end in _url_credentials(data, found.get(b"://", [])))
     lower = data.lower()  # ASCII letters only: same length, same offsets
