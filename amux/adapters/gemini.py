@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -88,15 +89,29 @@ def _settings(text: str | None, path: str) -> dict[str, Any]:
                              "ignore it) and launch again")
 
 
-def context_names(settings: Mapping[str, Any]) -> list[str]:
-    """The global context file names, as Gemini reads `context.fileName`."""
+def context_names(settings: Mapping[str, Any], where: str) -> list[str]:
+    """The global context file names, as Gemini reads `context.fileName` (each trimmed
+    and normalized, as Gemini does); `ValueError` naming the setting for a name that is
+    not a plain file name. Gemini would look for such a name outside `~/.gemini` itself
+    (`../x`) or below it (`sub/x`), where the launch's mirror cannot hold the copy that
+    carries the protocol: amux never reads or writes there instead."""
     context = settings.get("context")
     names = context.get("fileName") if isinstance(context, dict) else None
     if isinstance(names, str):
         names = [names]
     if not isinstance(names, list):
         return [CONTEXT_FILE]
-    return [name for name in names if isinstance(name, str) and name] or [CONTEXT_FILE]
+    found = []
+    for name in names:
+        if not isinstance(name, str) or not name.strip():
+            continue
+        normal = posixpath.normpath(name.strip())
+        if "/" in normal or normal in (os.curdir, os.pardir):
+            raise ValueError(f"{where}: context.fileName {name!r} is not a plain file name; "
+                             "amux adds its protocol to Gemini's global context file in "
+                             "~/.gemini itself, so name a file there (e.g. \"GEMINI.md\")")
+        found.append(normal)
+    return found or [CONTEXT_FILE]
 
 
 def _policy(names: list[str]) -> str:
@@ -185,7 +200,8 @@ class GeminiAdapter:
         the protocol."""
         settings = self.user_settings(args, probe)
         home = settings["home"]
-        names = context_names(_settings(settings.get(SETTINGS), f"{home}/.gemini/{SETTINGS}"))
+        where = f"{home}/.gemini/{SETTINGS}"
+        names = context_names(_settings(settings.get(SETTINGS), where), f"Gemini's {where}")
         path = os.path.join(home, ".gemini", names[0])
         try:
             text = probe.read_text(path)
@@ -238,7 +254,10 @@ class GeminiAdapter:
                 env=env, files=(_settings_file(dot, ours),),
                 mirrors=(PlanMirror(mirror, home, (".gemini",)),
                          PlanMirror(dot, real, (SETTINGS,)))), endpoint)
-        names = context_names(settings)
+        try:
+            names = context_names(settings, f"Gemini's {os.path.join(real, SETTINGS)}")
+        except ValueError as problem:
+            raise PlanRefused(str(problem)) from None
         instructions = request.frozen_instructions or merge_instructions(
             list(request.user_instructions), memory.protocol) or ""
         servers, experimental = settings.get("mcpServers"), settings.get("experimental")

@@ -10,10 +10,11 @@ moved back (a directory where the source has one too, another file system) stays
 warning naming it, and the mirror is kept. A launch killed before restoring leaves its
 mirror behind: the next launch restores it first, and sets aside what still cannot go back.
 
-An isolated run's mirror and source are in the target's home, which the target may change
-under root's feet: every directory there is opened from the home down without following
-links (`planfiles.open_below`) and every entry is handled by name within it, the
-mirror's own removal and setting aside included.
+An isolated run's mirror and source are in the target's home: all of this is done there by
+the helper acting as the target (`amux.launcher.userfiles`), so the mirror is the target's
+and nothing the target plants meanwhile leads anywhere the target could not go. Within a
+mirror every entry is handled by name in a descriptor of its directory, and a plan file
+the agent changed is read without blocking (`readfile`: a FIFO there is not waited on).
 """
 
 from __future__ import annotations
@@ -28,21 +29,20 @@ from pathlib import Path
 
 from amux.adapters.base import PlanFile, PlanMirror
 from amux.client.wire import ClientError
-from amux.launcher.planfiles import open_below
-from amux.materializer.target import Target
+from amux.launcher import readfile
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 
-def make(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
+def make(mirrors: Sequence[PlanMirror]) -> list[str]:
     """Make `mirrors` (outer before inner); the warnings of restoring a leftover one."""
-    warnings = restore(mirrors, target) if any(os.path.lexists(m.path) for m in mirrors) else []
+    warnings = restore(mirrors) if any(os.path.lexists(m.path) for m in mirrors) else []
     for mirror in mirrors:  # what could not go back is set aside, never removed
         if os.path.lexists(mirror.path):
             path = Path(mirror.path)
             aside = f"{path.name}.kept-{time.strftime('%Y%m%d%H%M%S')}"
             try:
-                parent = _open(path.parent, target)
+                parent = _open(path.parent)
                 try:
                     os.rename(path.name, aside, src_dir_fd=parent, dst_dir_fd=parent)
                 finally:
@@ -55,10 +55,9 @@ def make(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
     for mirror in mirrors:
         path = Path(mirror.path)
         try:
-            parent = _open(path.parent, target)
+            parent = _open(path.parent)
             try:
                 os.mkdir(path.name, 0o700, dir_fd=parent)
-                _own(path.name, parent, target)
                 fd = os.open(path.name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
             finally:
                 os.close(parent)
@@ -66,7 +65,6 @@ def make(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
                 for name in _names(mirror.source):
                     if name not in mirror.own:
                         os.symlink(os.path.join(mirror.source, name), name, dir_fd=fd)
-                        _own(name, fd, target)
             finally:
                 os.close(fd)
         except (OSError, ValueError) as exc:
@@ -74,24 +72,22 @@ def make(mirrors: Sequence[PlanMirror], target: Target | None) -> list[str]:
     return warnings
 
 
-def restore(mirrors: Sequence[PlanMirror], target: Target | None,
-            files: Sequence[PlanFile] = ()) -> list[str]:
+def restore(mirrors: Sequence[PlanMirror], files: Sequence[PlanFile] = ()) -> list[str]:
     """Move back what the agent wrote in `mirrors` (inner before outer) and remove them
     unless something had to stay; a warning for each mirror that keeps something, and
     for each of the plan's `files` in a mirror that the agent changed (set aside)."""
     warnings, notes = [], []
     for mirror in reversed(mirrors):
         try:
-            fd = _open(Path(mirror.path), target)
+            fd = _open(Path(mirror.path))
         except FileNotFoundError:
             continue
         except (OSError, ValueError) as exc:
             warnings.append(f"cannot restore {mirror.path}: {exc}")
             continue
         try:
-            notes += _set_aside_changed(fd, mirror, files, Path(mirrors[0].path).parent,
-                                        target)
-            kept = _move_back(fd, mirror, target)
+            notes += _set_aside_changed(fd, mirror, files, Path(mirrors[0].path).parent)
+            kept = _move_back(fd, mirror)
         finally:
             os.close(fd)
         if kept:
@@ -99,21 +95,21 @@ def restore(mirrors: Sequence[PlanMirror], target: Target | None,
                             f"moved back into {mirror.source}; move them by hand")
     if not warnings:
         for mirror in mirrors:  # the outer ones hold the inner ones
-            _remove(Path(mirror.path), target)
+            _remove(Path(mirror.path))
     return warnings + notes
 
 
-def _remove(path: Path, target: Target | None) -> None:
+def _remove(path: Path) -> None:
     with contextlib.suppress(OSError, ValueError):  # gone, or not ours to reach
-        parent = _open(path.parent, target)
+        parent = _open(path.parent)
         try:
             shutil.rmtree(path.name, dir_fd=parent, ignore_errors=True)
         finally:
             os.close(parent)
 
 
-def _set_aside_changed(fd: int, mirror: PlanMirror, files: Sequence[PlanFile], keep: Path,
-                       target: Target | None) -> list[str]:
+def _set_aside_changed(fd: int, mirror: PlanMirror, files: Sequence[PlanFile],
+                       keep: Path) -> list[str]:
     """The plan's own files in `mirror` that the agent rewrote (Gemini's `/settings`):
     amux writes them afresh for every launch, so the change would be lost with the
     mirror; each is moved to `keep` (the directory holding the mirrors) as
@@ -124,12 +120,11 @@ def _set_aside_changed(fd: int, mirror: PlanMirror, files: Sequence[PlanFile], k
         if os.path.dirname(file.path) != mirror.path or name not in mirror.own:
             continue
         try:
-            handle = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            with os.fdopen(handle, "rb") as opened:
-                if opened.read() == file.text.encode("utf-8"):
-                    continue
+            if readfile.read_bytes(name, dir_fd=fd, follow=False) in (
+                    None, file.text.encode("utf-8")):
+                continue
             aside = f"{name}.changed-{time.strftime('%Y%m%d%H%M%S')}"
-            parent = _open(keep, target)
+            parent = _open(keep)
             try:
                 os.rename(name, aside, src_dir_fd=fd, dst_dir_fd=parent)
             finally:
@@ -143,7 +138,7 @@ def _set_aside_changed(fd: int, mirror: PlanMirror, files: Sequence[PlanFile], k
     return notes
 
 
-def _move_back(fd: int, mirror: PlanMirror, target: Target | None) -> list[str]:
+def _move_back(fd: int, mirror: PlanMirror) -> list[str]:
     """The names of the mirror's own entries that had to stay."""
     kept: list[str] = []
     source: int | None = None
@@ -153,7 +148,7 @@ def _move_back(fd: int, mirror: PlanMirror, target: Target | None) -> list[str]:
                 continue
             try:
                 if source is None:
-                    source = _open(Path(mirror.source), target, create=True)
+                    source = _open(Path(mirror.source), create=True)
                 there = _kind(name, source)
                 here = _kind(name, fd)
                 if there is None or (there != "dir" and here != "dir"):
@@ -190,20 +185,9 @@ def _names(source: str) -> list[str]:
         return []
 
 
-def _open(directory: Path, target: Target | None, create: bool = False) -> int:
+def _open(directory: Path, create: bool = False) -> int:
     """A descriptor of `directory` (made, 0700, if `create` and it is missing)."""
-    if create and not os.path.lexists(directory):
-        parent = _open(directory.parent, target)
-        try:
-            os.mkdir(directory.name, 0o700, dir_fd=parent)
-            _own(directory.name, parent, target)
-        finally:
-            os.close(parent)
-    if target is None:
-        return os.open(directory, _DIR_FLAGS)
-    return open_below(Path(target.home), directory)
-
-
-def _own(name: str, fd: int, target: Target | None) -> None:
-    if target is not None:
-        os.chown(name, target.uid, target.gid, dir_fd=fd, follow_symlinks=False)
+    if create:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(directory, 0o700)
+    return os.open(directory, _DIR_FLAGS)

@@ -9,8 +9,9 @@ The hooks' cache (`recall`, `remember`) is one small JSON file of the launcher's
 (`<AMUX_HOME>/cache/probe.json`, 0600, temp-and-replace), even when the commands run as
 another user: the most recent `CACHE_ENTRIES` answers, each under its hook's key and the
 user the commands run as. A file that cannot be read or parsed is an empty cache; one that
-cannot be written is no cache. Files are looked at (`stat_signature`, `list_dir`) by the
-launcher itself.
+cannot be written is no cache. The user's files are read (`read_text`, `list_dir`,
+`stat_signature`, `realpath`) as the user the agent runs as, through `UserFiles`: for an
+isolated run, by the helper acting as the target, never by root.
 """
 
 from __future__ import annotations
@@ -19,32 +20,29 @@ import contextlib
 import json
 import os
 import signal
-import stat
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
 from amux.launcher.supervise import RunAs
+from amux.launcher.userfiles import UserFiles
 from amux.memory.durable import write_file_atomic
 
 EXIT_GRACE_SECONDS = 2.0
 """How long a command that has answered (`until`) may take to exit once its stdin closes."""
 CACHE_ENTRIES = 64
-RECENT_CHANGE_SECONDS = 1.0
-"""A file changed less than this long ago has no signature: a second change within the
-file system's timestamp granularity (a few ms on ext4, 2 s on FAT) could leave its size
-and times as they were, so an answer computed from it must not be remembered under them."""
 
 
 class SystemProbe:
     """Reads this machine's files and runs short commands for an adapter's hooks."""
 
     def __init__(self, env: Mapping[str, str], cwd: str, *, executable: str | None = None,
-                 run_as: RunAs | None = None, cache: Path | None = None) -> None:
+                 run_as: RunAs | None = None, cache: Path | None = None,
+                 files: UserFiles | None = None) -> None:
         self._env = dict(env)
+        self._files = files or UserFiles()
         self._cwd = cwd
         self._executable = executable
         self._run_as = run_as
@@ -65,40 +63,16 @@ class SystemProbe:
         return self._executable
 
     def read_text(self, path: str) -> str | None:
-        try:
-            with open(path, encoding="utf-8") as handle:
-                return handle.read()
-        except FileNotFoundError:
-            return None
+        return self._files.read_text(path)
 
     def realpath(self, path: str) -> str:
-        return os.path.realpath(path)
+        return self._files.realpath(path)
 
     def list_dir(self, path: str) -> list[str] | None:
-        try:
-            return sorted(os.listdir(path))
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        except OSError:
-            return None
+        return self._files.list_dir(path)
 
     def stat_signature(self, path: str) -> str | None:
-        signed = []
-        for follow in (False, True):  # the link itself, then what it names
-            try:
-                st = os.stat(path, follow_symlinks=follow)
-            except (FileNotFoundError, NotADirectoryError):
-                signed.append("absent")
-                break
-            except OSError:
-                return None
-            if stat.S_ISREG(st.st_mode) and time.time_ns() - max(
-                    st.st_mtime_ns, st.st_ctime_ns) < RECENT_CHANGE_SECONDS * 1e9:
-                return None
-            signed.append(_signature(st))
-            if not stat.S_ISLNK(st.st_mode):
-                break
-        return "|".join(signed)
+        return self._files.stat_signature(path)
 
     def recall(self, key: str) -> str | None:
         if self._entries is None:
@@ -190,14 +164,6 @@ class SystemProbe:
                 reader.join(EXIT_GRACE_SECONDS)
                 if not reader.is_alive():  # else something that escaped still holds the pipe
                     _close(stream)
-
-
-def _signature(st: os.stat_result) -> str:
-    kind = stat.S_IFMT(st.st_mode)
-    own = f"{kind:o}:{stat.S_IMODE(st.st_mode):o}:{st.st_dev}:{st.st_ino}"
-    if stat.S_ISDIR(st.st_mode):  # its entries that matter are signed on their own
-        return own
-    return f"{own}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
 def _feed(stream: IO[bytes], data: bytes, close: bool) -> None:

@@ -36,9 +36,10 @@ from amux.adapters.base import (
 )
 from amux.adapters.fallback import FallbackAdapter
 from amux.client.wire import ClientError
-from amux.launcher import mirrors, planfiles, rundirs, session_watch, state, wiring
+from amux.launcher import rundirs, session_watch, state, wiring
 from amux.launcher.probe import SystemProbe
 from amux.launcher.supervise import RunAs
+from amux.launcher.userfiles import UserFiles
 from amux.materializer.target import Target, isolated_env
 from amux.memory.durable import write_file_atomic
 from amux.protocol import render
@@ -97,9 +98,12 @@ class Launch(NamedTuple):
     """Where the agent's connection to memory goes (None: a session without memory)."""
     agent_dir: Path
     """The session's own directory for the agent's files (for an isolated run in the
-    target's home, created owned by the target)."""
+    target's home, created by the target)."""
     state_file: Path | None
     """Where a new session's state is frozen."""
+    files: UserFiles
+    """How the agent user's files are read and written (an isolated run: as the target,
+    by a helper process that `launch` ends)."""
 
     @property
     def run_as(self) -> RunAs | None:
@@ -269,17 +273,31 @@ def _last(home: Path) -> state.SessionState:
 
 
 def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
-    """The complete launch; starts nothing but the Hub on demand, writes nothing."""
+    """The complete launch; starts nothing but the Hub on demand (and, for an isolated
+    run, the helper acting as the target: the caller closes `Launch.files`), writes
+    nothing."""
+    resumed = _resumed(home, request) if request.resume is not None else None
+    as_user = resumed[0].as_user if resumed is not None else request.as_user
+    target = Target.lookup(as_user) if as_user else None
+    files = UserFiles.of(target)  # first: its helper is forked before any thread starts
+    try:
+        return _prepare(home, request, client, resumed, target, files)
+    except BaseException:
+        files.close()
+        raise
+
+
+def _prepare(home: Path, request: RunRequest, client: Path,
+             resumed: tuple[state.SessionState, Adapter] | None, target: Target | None,
+             files: UserFiles) -> Launch:
     warnings: list[str] = []
-    if request.resume is not None:
-        session, adapter = _resumed(home, request)
+    if resumed is not None:
+        session, adapter = resumed
         executable = _executable(session.agent)
-        target = Target.lookup(session.as_user) if session.as_user else None
     else:
         assert request.agent is not None
         adapter = for_agent(request.agent)
         executable = _executable(request.agent)
-        target = Target.lookup(request.as_user) if request.as_user else None
         binding, warnings = _discover(home, request, adapter, target)
         session_id = state.new_session_id()
         protocol = (render.render(adapter.channel)
@@ -320,10 +338,11 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
                           "leave the option out for an endpoint that needs no key")
     # The user's own instructions matter only to merge the protocol after them; a dry run
     # starts nothing, not even the agent to ask it, and writes no cache; an isolated run
-    # asks as the target.
+    # asks and reads as the target.
     probe = SystemProbe(base_env, os.getcwd(), run_as=_run_as(target),
                         executable=None if request.dry_run else executable,
-                        cache=None if request.dry_run else home / "cache" / "probe.json")
+                        cache=None if request.dry_run else home / "cache" / "probe.json",
+                        files=files)
     try:
         user = (adapter.user_instructions(tuple(request.args), probe)
                 if new and memory is not None else ())
@@ -349,17 +368,18 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
     return Launch(session, new, adapter, plan, EnvChanges.between(os.environ, agent_env,
                                                                    plan.path),
                   target, run_dir, agent_dir,
-                  state.session_dir(home, session.id) / "state.json" if new else None)
+                  state.session_dir(home, session.id) / "state.json" if new else None, files)
 
 
 def launch(home: Path, request: RunRequest) -> int:
     """Run the agent to completion; its exit status (128+N when killed by signal N)."""
     client = wiring.installed_client()
     planned = prepare(home, request, client)
-    if request.dry_run:
-        print(json.dumps(planned.report(), indent=2, ensure_ascii=False))
-        return 0
-    return apply(home, planned, client)
+    with planned.files:
+        if request.dry_run:
+            print(json.dumps(planned.report(), indent=2, ensure_ascii=False))
+            return 0
+        return apply(home, planned, client)
 
 
 def apply(home: Path, launch: Launch, client: Path) -> int:
@@ -372,17 +392,21 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
     for warning in plan.warnings:
         _warn(warning)
     issued = _wire(home, launch, client)
+    files = launch.files
     try:
-        if launch.target is not None:
-            _own_dir(launch.agent_dir, launch.target)
-        for warning in mirrors.make(plan.mirrors, launch.target):
-            _warn(warning)
-        planfiles.write(plan.files, launch.target)  # before every launch, from the plan
+        try:
+            files.make_dirs(str(launch.agent_dir))
+            for warning in files.make_mirrors(plan.mirrors):
+                _warn(warning)
+            files.write_files(plan.files)  # before every launch, from the plan
+        except OSError as exc:  # the helper acting as the target failed or was stopped
+            raise ClientError("invalid_argument", f"cannot prepare {launch.agent_dir} for "
+                              f"the agent: {exc}") from None
         env = launch.env.applied(os.environ)
-        files = (launch.adapter.session_files(env, str(launch.agent_dir))
-                 if launch.new and session.resumable and session.agent_session is None
-                 else None)
-        watch = session_watch.SessionWatch(files) if files is not None else None
+        spec = (launch.adapter.session_files(env, str(launch.agent_dir))
+                if launch.new and session.resumable and session.agent_session is None
+                else None)
+        watch = session_watch.SessionWatch(spec, files) if spec is not None else None
         started = time.monotonic()
         try:
             status = supervise(list(plan.argv), env, run_as=launch.run_as,
@@ -390,20 +414,35 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
         except AgentNotStarted as problem:
             raise ClientError("invalid_argument", str(problem)) from None
         finally:
+            # Revoked first: nothing done in the agent user's files afterwards (which may
+            # fail, or be stopped) can leave the agent's token valid.
+            _unwire(issued, launch.run_dir)
+            issued = None
             if watch is not None:
                 session = _learn_session(home, session, watch, plan.argv)
-            for warning in mirrors.restore(plan.mirrors, launch.target, plan.files):
-                _warn(warning)
+            try:
+                for warning in files.restore_mirrors(plan.mirrors, plan.files):
+                    _warn(warning)
+            except OSError as exc:
+                _warn(f"the agent's mirrors were not restored: {exc}; the next launch "
+                      "restores them")
         print(closing_line(session, status, launch.adapter, time.monotonic() - started),
               file=sys.stderr, flush=True)
         return status
     finally:
-        if issued is not None and launch.run_dir is not None:
-            unrevoked = wiring.revoke(issued)
-            if unrevoked is None:
-                rundirs.remove(launch.run_dir.path)
-            else:  # kept, so the next launch revokes the token
-                _warn(unrevoked)
+        _unwire(issued, launch.run_dir)
+
+
+def _unwire(issued: wiring.Issued | None, run_dir: rundirs.RunDir | None) -> None:
+    """Revoke the agent's token and remove its run directory (kept, with a warning, when
+    the token could not be revoked, so the next launch revokes it)."""
+    if issued is None or run_dir is None:
+        return
+    unrevoked = wiring.revoke(issued)
+    if unrevoked is None:
+        rundirs.remove(run_dir.path)
+    else:
+        _warn(unrevoked)
 
 
 def _wire(home: Path, launch: Launch, client: Path) -> wiring.Issued | None:
@@ -476,18 +515,6 @@ def _learn_session(home: Path, session: state.SessionState, watch: session_watch
                                warnings=(*session.warnings, *([warning] if warning else [])))
     state.save(home, learned)
     return learned
-
-
-def _own_dir(path: Path, target: Target) -> None:
-    """Create `path` (and missing parents below the target's home) owned by the target."""
-    missing = []
-    for parent in [path, *path.parents]:
-        if parent.exists() or str(parent) == target.home:
-            break
-        missing.append(parent)
-    for directory in reversed(missing):
-        directory.mkdir(mode=0o700)
-        os.chown(directory, target.uid, target.gid)
 
 
 def session_summary(session: state.SessionState) -> dict[str, Any]:

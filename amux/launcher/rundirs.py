@@ -15,7 +15,12 @@ records its launcher so a dead launcher's leftovers are cleaned up:
 The runs root of isolated runs is outside the owner's 0700 home (`AMUX_RUNS_DIR`,
 default `/var/lib/amux/runs`), so the target reaches its own directory and nothing
 else; its copy of the client runs with the target's `python3` (3.9 or newer) without
-access to the amux installation.
+access to the amux installation. Both roots are created or verified before use as the
+Hub's socket directories are (`amux.hub.sockdir`): reached through no link, owned by the
+launching user (root, for isolated runs) and writable by nobody else, nor anything above
+them but root, us, or a sticky directory; anything else is refused, naming the fix.
+Below a verified root only the launcher can rename or create, so it works there by path;
+the target's own `memory` directory is handed over last, when everything in it is done.
 
 `launcher.pid` has the launcher's pid and start time, `token.json` the principal and
 token id (no secret), whether the launcher's principal delegated it to itself (`self`:
@@ -29,7 +34,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import stat
 from pathlib import Path
 from typing import NamedTuple
 
@@ -102,12 +106,11 @@ def make(run: RunDir, token: Token, client: Path, cache_dir: Path) -> None:
     installed `client`, or for an isolated run a copy its target can run, from the one
     built in the launcher's `cache_dir`). Whatever was there before (a run directory of
     the same session id) is replaced."""
+    verified(run.path.parent, isolated=run.owner is not None)
     if run.owner is None:
-        run.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         shutil.rmtree(run.path, ignore_errors=True)
         run.path.mkdir(mode=0o700)
     else:
-        _make_runs_root()
         shutil.rmtree(run.path, ignore_errors=True)
         run.path.mkdir(mode=0o711)
         run.memory.parent.mkdir(mode=0o711)
@@ -122,7 +125,8 @@ def make(run: RunDir, token: Token, client: Path, cache_dir: Path) -> None:
     from amux.client.bundle import copy_client  # zipfile: only isolated runs need it
 
     copy_client(amux, cache_dir).chmod(0o700)
-    for path in (run.memory, run.bin_dir, amux, run.config):
+    # Inner first: until `memory` is the target's, nothing in it can be touched by them.
+    for path in (run.config, amux, run.bin_dir, run.memory):
         os.chown(path, *run.owner, follow_symlinks=False)
 
 
@@ -130,16 +134,39 @@ def remove(run_dir: Path) -> None:
     shutil.rmtree(run_dir, ignore_errors=True)
 
 
-def _make_runs_root() -> None:
-    """The runs root, created root-owned 0711 if missing, and reachable by other users."""
-    root = runs_root()
-    root.mkdir(mode=0o711, parents=True, exist_ok=True)
-    root.chmod(0o711)
-    for directory in [root, *root.parents]:
-        if not directory.stat().st_mode & stat.S_IXOTH:
-            raise ClientError("invalid_argument", f"the runs directory {root} is not "
-                              f"reachable by other users: {directory} is not traversable "
-                              "(set AMUX_RUNS_DIR to a directory under traversable ones)")
+def verified(root: Path, *, isolated: bool) -> None:
+    """Create or verify a runs root (module docstring); `invalid_argument` naming what is
+    wrong and the fix. An isolated runs root must be traversable by the target users."""
+    from amux.hub import sockdir
+    from amux.memory.errors import InvalidArgument
+
+    if isolated:
+        elsewhere = ("set AMUX_RUNS_DIR to a directory of root's that other users can "
+                     f"traverse (default {DEFAULT_RUNS_ROOT})")
+    else:
+        elsewhere = "choose another AMUX_HOME"
+    try:
+        blocked = sockdir.ensure(root, 0o711 if isolated else 0o700, elsewhere, sockdir.RUNS)
+    except InvalidArgument as unsafe:
+        raise ClientError("invalid_argument", str(unsafe)) from None
+    except OSError as exc:
+        raise ClientError("invalid_argument", f"cannot use the runs directory {root}: {exc}; "
+                          f"{elsewhere}") from None
+    if isolated and blocked is not None:
+        raise ClientError("invalid_argument", f"the runs directory {root} is not reachable by "
+                          f"other users: {blocked} is not traversable ({elsewhere})")
+
+
+def trusted(root: Path, *, isolated: bool) -> bool:
+    """Whether an existing runs root passes `verified` (one that fails is not ours to
+    clean up: whoever controls it could have planted what is there)."""
+    if not root.is_dir():
+        return False
+    try:
+        verified(root, isolated=isolated)
+    except ClientError:
+        return False
+    return True
 
 
 def claim(run_dir: Path, token: Token) -> None:

@@ -15,7 +15,9 @@ tree only, ~0.5 ms), every `POLL_INTERVALS` seconds: often at first, when a shor
 `codex exec` holds its rollout for a few hundred milliseconds, then rarely, for an
 interactive session whose thread starts at its first prompt. Elsewhere psutil walks the
 tree. A tree that cannot be read (permissions) marks the run as not watched, which the
-adapter takes into account.
+adapter takes into account. The session files themselves are listed and read as the
+user the agent runs as (`UserFiles`: for an isolated run, by the helper acting as the
+target); the launcher reads only /proc.
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ import fnmatch
 import os
 import threading
 import time
-from pathlib import Path
 
 from amux.adapters.base import FinishedRun, SessionFile, SessionFiles
+from amux.launcher.userfiles import UserFiles
 
 POLL_INTERVALS = ((2.0, 0.05), (20.0, 0.25), (float("inf"), 1.0))
 """(until this many seconds into the run, poll every this many seconds)."""
@@ -36,9 +38,10 @@ FIRST_LINE_LIMIT = 1 << 20
 class SessionWatch:
     """One run of the agent, watched for the session files of `spec`."""
 
-    def __init__(self, spec: SessionFiles) -> None:
+    def __init__(self, spec: SessionFiles, files: UserFiles | None = None) -> None:
         self.spec = spec
-        self._root = os.path.realpath(spec.directory)
+        self._files = files or UserFiles()
+        self._root = self._files.realpath(spec.directory)
         self._before = self._listing()
         self._held: set[str] = set()
         self._watched = False
@@ -67,7 +70,7 @@ class SessionWatch:
         if self._thread is not None:
             self._thread.join()
         new = (self._listing() | self._held) - self._before
-        files = tuple(SessionFile(path, _first_line(path), path in self._held)
+        files = tuple(SessionFile(path, self._first_line(path), path in self._held)
                       for path in sorted(new))
         return self.spec.pick(FinishedRun(tuple(argv), cwd, self.started_at, ended_at,
                                           self._watched, files))
@@ -91,11 +94,16 @@ class SessionWatch:
                 and fnmatch.fnmatch(os.path.basename(path), self.spec.pattern))
 
     def _listing(self) -> set[str]:
-        root = Path(self._root)
         try:
-            return {str(path) for path in root.rglob(self.spec.pattern) if path.is_file()}
+            return self._files.matching(self._root, self.spec.pattern)
         except OSError:
             return set()
+
+    def _first_line(self, path: str) -> str:
+        try:
+            return self._files.first_line(path, FIRST_LINE_LIMIT)
+        except OSError:
+            return ""
 
 
 def open_files(pid: int) -> set[str] | None:
@@ -161,11 +169,3 @@ def _psutil_files(pid: int) -> set[str] | None:
         except psutil.Error:
             return None
     return paths
-
-
-def _first_line(path: str) -> str:
-    try:
-        with open(path, "rb") as handle:
-            return handle.readline(FIRST_LINE_LIMIT).decode("utf-8", "replace")
-    except OSError:
-        return ""

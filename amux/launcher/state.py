@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -90,22 +93,88 @@ def load(home: Path, session_id: str) -> SessionState:
     except FileNotFoundError:
         raise ClientError("invalid_argument", f"no amux session {session_id!r} "
                           f"(see `amux sessions list`)") from None
-    except (OSError, ValueError) as exc:
-        raise ClientError("internal", f"cannot read {path}: {exc}") from None
+    except OSError as exc:
+        raise _unreadable(path, f"cannot read it: {exc.strerror or exc}") from None
+    except ValueError as exc:  # not UTF-8, or not JSON
+        raise _unreadable(path, f"not JSON: {exc}") from None
+    except RecursionError:
+        raise _unreadable(path, "nested too deeply") from None
+    if not isinstance(data, dict):
+        raise _unreadable(path, "not a JSON object")
     if data.get("version") != STATE_VERSION:
         raise ClientError("invalid_argument", f"{path} has state version "
                           f"{data.get('version')!r}; this amux reads {STATE_VERSION}")
+    problem = _problem(data, session_id)
+    if problem is not None:
+        raise _unreadable(path, problem)
     data["warnings"] = tuple(data.get("warnings", ()))
     return SessionState(**data)
 
 
-def listing(home: Path) -> list[SessionState]:
-    """Every session, oldest first; unreadable ones are skipped."""
+_NONE = type(None)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "id": (str,), "agent": (str,), "adapter": (str,), "adapter_version": (str, _NONE),
+    "channel": (str,), "binding": (str, _NONE), "principal": (str, _NONE),
+    "protocol_version": (str, _NONE), "protocol": (str, _NONE), "instructions": (str, _NONE),
+    "suppression": (dict,), "agent_session": (str, _NONE), "created_at": (int, float),
+    "cwd": (str,), "warnings": (list,), "as_user": (str, _NONE), "version": (int,),
+    "resumable": (bool,), "not_resumable_reason": (str, _NONE), "endpoint": (dict, _NONE)}
+"""What each `SessionState` field is in `state.json`, as json reads it back (exact types:
+a boolean is no number)."""
+
+
+def _problem(data: dict[str, Any], session_id: str) -> str | None:
+    """Why `data` is not a `SessionState` that `save` wrote; None when it is one."""
+    unknown = sorted(set(data) - set(_TYPES))
+    if unknown:
+        return f"unknown key {unknown[0]!r}"
+    missing = [name for name in SessionState._fields
+               if name not in data and name not in SessionState._field_defaults]
+    if missing:
+        return f"no {missing[0]!r}"
+    for name, value in data.items():
+        if type(value) not in _TYPES[name] or not _holds(name, value):
+            return f"{name!r} has the wrong type"
+    if data["id"] != session_id:
+        return f"its id {data['id']!r} is not its directory's name"
+    return None
+
+
+def _holds(name: str, value: Any) -> bool:
+    """Whether a field of the right type holds what `save` writes there."""
+    if name == "created_at":
+        try:
+            time.gmtime(value)  # what `amux sessions` shows it as
+        except (OverflowError, OSError, ValueError):  # NaN, infinite, or no date
+            return False
+    if name == "warnings":
+        return all(type(item) is str for item in value)
+    if name == "endpoint" and value is not None:
+        return (all(type(item) in (str, _NONE) for item in value.values())
+                and type(value.get("url")) is str and type(value.get("model")) is str)
+    return True
+
+
+def _unreadable(path: Path, why: str) -> ClientError:
+    return ClientError("invalid_argument", f"{path} is not a session state amux can read "
+                       f"({why}); remove that session: rm -r {shlex.quote(str(path.parent))}")
+
+
+def listing(home: Path, warn: Callable[[str], None] | None = None) -> list[SessionState]:
+    """Every session (a directory with a `state.json`), oldest first. One that cannot be
+    read is skipped and named to `warn` (default: a warning line on stderr): it must not
+    hide the others, nor make `amux sessions list` or `--resume last` fail."""
     found = []
     root = sessions_dir(home)
     for name in sorted(os.listdir(root)) if root.is_dir() else []:
+        if not os.path.lexists(root / name / "state.json"):
+            continue  # not a session, or one still being started
         try:
             found.append(load(home, name))
-        except ClientError:
-            continue
+        except ClientError as error:
+            (warn or _warn)(f"skipped session {name}: {error.message}")
     return sorted(found, key=lambda session: session.created_at)  # ids tie within a second
+
+
+def _warn(message: str) -> None:
+    print(f"amux: warning: {message}", file=sys.stderr, flush=True)

@@ -258,13 +258,15 @@ def _revoke(connection: Connection, principal: str, token_id: str, *, own: bool,
 def clean_stale_runs(home: Path, connection: Connection, principal: str | None = None,
                      ) -> None:
     """Revoke the tokens of, and remove, run directories whose launcher is gone
-    (this home's and the isolated runs root's).
+    (this home's and the isolated runs root's, each only when it verifies as ours).
 
     A token a launcher delegated to itself can only be revoked by its own principal:
     one of another principal (`principal`: ours; None: unknown) is kept for a launch of
     that principal, and removed without a call once its TTL has passed.
     """
-    for root in (rundirs.plain_root(home), rundirs.runs_root()):
+    for root, isolated in ((rundirs.plain_root(home), False), (rundirs.runs_root(), True)):
+        if not rundirs.trusted(root, isolated=isolated):
+            continue  # none yet, or not ours: what is there may have been planted
         with contextlib.suppress(OSError):
             for run_dir, token in rundirs.stale(root):
                 if token is not None and not _expired(token):

@@ -360,7 +360,7 @@ def test_the_real_codex_is_remembered_until_its_project_layer_changes(
     editing the trusted project's .codex/config.toml asks Codex again."""
     codex = str(npm_bin("codex"))
     # the files below were all written a moment ago: sign them anyway (tested apart)
-    monkeypatch.setattr("amux.launcher.probe.RECENT_CHANGE_SECONDS", 0.0)
+    monkeypatch.setattr("amux.launcher.userfiles.RECENT_CHANGE_SECONDS", 0.0)
     home = tmp_path / "codex-home"
     home.mkdir()
     project = tmp_path / "project"

@@ -210,7 +210,7 @@ def test_the_system_probe_signs_paths(tmp_path: Path, monkeypatch: pytest.Monkey
     assert probe.list_dir(str(path)) == []
     path.write_text("a = 1\n")
     assert probe.stat_signature(str(path)) is None  # just changed: its times cannot tell
-    monkeypatch.setattr("amux.launcher.probe.RECENT_CHANGE_SECONDS", 0.0)
+    monkeypatch.setattr("amux.launcher.userfiles.RECENT_CHANGE_SECONDS", 0.0)
     signed = probe.stat_signature(str(path))
     assert signed is not None and signed != "absent"
     assert probe.stat_signature(str(path / "below")) == "absent"
