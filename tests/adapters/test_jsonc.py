@@ -62,3 +62,41 @@ def test_a_trailing_comma_before_a_comment_is_dropped_too() -> None:
     assert jsonc.loads('{"a": 1, // the last one\n}') == {"a": 1}
     assert jsonc.loads('["x", /* done */\n]') == ["x"]
     assert jsonc.loads('{"u": "http://h/",  // "}"\n}') == {"u": "http://h/"}
+
+
+def nested(levels: int) -> str:
+    """An object holding arrays, `levels` deep in all."""
+    return '{"a": ' + "[" * (levels - 1) + "1" + "]" * (levels - 1) + "}"
+
+
+@pytest.mark.parametrize("text", ['{"a":' * 5000, '{"a": ' + "[" * 100_000,
+                                  '{"a": ' + "[" * 100_000 + " // unclosed",
+                                  nested(512 + 1)])
+def test_a_config_nested_too_deeply_is_the_usual_error(text: str) -> None:
+    """json recursed out of the launcher (RecursionError: `internal ... (a bug)`) on a
+    deep text; within the limit an adapter can also write the merged object back."""
+    with pytest.raises(ValueError, match=r"^CONF is not valid JSON\(C\): nested too deeply "
+                       r"\(at most 512 levels of objects and arrays\); unset CONF$"):
+        jsonc.load_object(text, "CONF", "unset CONF")
+
+
+def test_a_config_nested_to_the_limit_is_read_and_written_back() -> None:
+    value = jsonc.load_object(nested(512), "CONF", "unset CONF")
+    assert json.loads(json.dumps(value, indent=2)) == value
+
+
+OPENERS = st.sampled_from(["[", '{"k": ', "[/* c */", '{"k": [', "[{\"k\": "])
+
+
+@given(OPENERS, st.integers(0, 3000), st.booleans())
+def test_any_nesting_is_an_object_or_a_value_error(opener: str, depth: int,
+                                                   closed: bool) -> None:
+    closer = "".join("]" if char == "[" else "}" for char in reversed(opener * depth)
+                     if char in "[{")
+    text = '{"a": ' + opener * depth + "1" + (closer + "}" if closed else "")
+    try:
+        value = jsonc.load_object(text, "CONF", "unset CONF")
+    except ValueError:
+        return
+    assert closed and isinstance(value, dict)
+    assert json.loads(json.dumps(value, indent=2)) == value

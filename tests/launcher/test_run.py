@@ -461,3 +461,23 @@ def test_resume_last_is_the_newest_session_started_in_this_directory(
     assert resumed.returncode == 0, resumed.stderr
     assert resumed.stderr.splitlines()[-1].endswith(f"amux run --resume {newest_here}")
     assert launcher.records()[-1]["argv"][:2] == ["--resume", launcher.records()[1]["argv"][1]]
+
+
+@pytest.mark.parametrize("agent", ["gemini", "opencode"])
+def test_a_user_config_nested_too_deeply_is_invalid_argument_naming_it(
+        hub: HubProcess, launcher: Launcher, tmp_path: Path, agent: str) -> None:
+    """json recursed out of the launcher (`internal ... (a bug)`) on a deep config."""
+    enable(hub)
+    (launcher.bin / agent).write_text((launcher.bin / "pi").read_text())
+    (launcher.bin / agent).chmod(0o755)
+    home = tmp_path / "home"
+    (home / ".gemini").mkdir(parents=True)
+    (home / ".gemini" / "settings.json").write_text('{"a": ' + "[" * 100_000)
+    done = launcher.run("--dry-run", agent, env={
+        "HOME": str(home), "OPENCODE_CONFIG_CONTENT": '{"a":' * 5000})
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stdout)["error"]["code"] == "invalid_argument"
+    where = {"gemini": f"Gemini's {home}/.gemini/settings.json",
+             "opencode": "OPENCODE_CONFIG_CONTENT"}[agent]
+    assert done.stderr.startswith(f"amux run: invalid_argument: {where} is not valid "
+                                  "JSON(C): nested too deeply")
