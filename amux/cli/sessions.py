@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -32,8 +33,14 @@ def _sessions(args: Any) -> Any:
 
     home = amux_home()
     if args.action == "list":
-        return {"sessions": [_with_started(session_summary(s)) for s in state.listing(home)]}
+        return {"sessions": [_with_started(session_summary(s))
+                             for s in state.listing(home, _warn)]}
     return _with_started(state.load(home, args.id)._asdict())
+
+
+def _warn(message: str) -> None:
+    """A session that cannot be read is named here; the others are still listed."""
+    print(f"amux sessions: warning: {message}", file=sys.stderr, flush=True)
 
 
 def _with_started(session: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from amux.launcher import state
 from tests.cli.script import console
 
@@ -54,3 +56,62 @@ def test_sessions_pretty_is_a_table_before_or_after_the_command(tmp_path: Path) 
 def test_sessions_pretty_without_sessions_says_how_to_start_one(tmp_path: Path) -> None:
     done = console(tmp_path / "amux", "sessions", "list", "--pretty")
     assert done.returncode == 0 and "`amux run AGENT` starts one" in done.stdout
+
+
+DROP = object()
+SPOILED: dict[str, bytes | dict[str, object]] = {
+    "an array": b"[1]",
+    "not JSON": b"{",
+    "not UTF-8": b'{"version": 1, "id": "\xff"}',
+    "nested too deeply": b'{"a":' * 5000,
+    "an unknown key": {"colour": "red"},
+    "a required key missing": {"cwd": DROP},
+    "a string for a number": {"created_at": "today"},
+    "a boolean for a number": {"created_at": True},
+    "no date": {"created_at": 1e300},
+    "an object for a string": {"cwd": {}},
+    "a number among the warnings": {"warnings": ["w", 1]},
+    "an endpoint without its url": {"endpoint": {"model": "m"}},
+    "another session's id": {"id": "20000101-000000-000000"},
+}
+"""What a state.json may hold that `state.save` never writes (a whole text, or changes to
+a saved one): each is refused by name, never a crash (`[1]` was an AttributeError, an
+unknown key a TypeError)."""
+
+
+def spoiled(home: Path, how: str) -> tuple[str, Path]:
+    """A saved session whose state.json is then spoiled `how`: its id and that file."""
+    session = saved(home, 1_800_000_000.0, BINDING, True)
+    path = home / "sessions" / session / "state.json"
+    spoil = SPOILED[how]
+    if isinstance(spoil, dict):
+        data = {**json.loads(path.read_text()), **spoil}
+        spoil = json.dumps({k: v for k, v in data.items() if v is not DROP}).encode()
+    path.write_bytes(spoil)
+    return session, path
+
+
+@pytest.mark.parametrize("how", sorted(SPOILED))
+def test_a_spoiled_state_is_invalid_argument_naming_the_file_and_the_fix(
+        tmp_path: Path, how: str) -> None:
+    home = tmp_path / "amux"
+    session, path = spoiled(home, how)
+    done = console(home, "sessions", "show", session)
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stdout)["error"]["code"] == "invalid_argument"
+    [line] = done.stderr.splitlines()
+    assert line.startswith(f"amux sessions: invalid_argument: {path} ")
+    assert line.endswith(f"remove that session: rm -r {path.parent}")
+
+
+def test_sessions_list_skips_and_names_a_session_it_cannot_read(tmp_path: Path) -> None:
+    home = tmp_path / "amux"
+    bad, path = spoiled(home, "an array")
+    good = saved(home, 1_800_000_060.0, BINDING, True)
+    (home / "sessions" / "starting").mkdir()  # no state.json yet: no session, no warning
+    done = console(home, "sessions", "list")
+    assert done.returncode == 0, done.stderr
+    assert [entry["id"] for entry in json.loads(done.stdout)["sessions"]] == [good]
+    assert done.stderr.splitlines() == [
+        f"amux sessions: warning: skipped session {bad}: {path} is not a session state amux "
+        f"can read (not a JSON object); remove that session: rm -r {path.parent}"]

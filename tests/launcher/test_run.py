@@ -463,6 +463,23 @@ def test_resume_last_is_the_newest_session_started_in_this_directory(
     assert launcher.records()[-1]["argv"][:2] == ["--resume", launcher.records()[1]["argv"][1]]
 
 
+def test_resume_last_skips_and_names_a_session_it_cannot_read(
+        hub: HubProcess, launcher: Launcher, tmp_path: Path) -> None:
+    """A newer session whose state.json is `[1]` was an AttributeError (`internal`)."""
+    enable(hub)
+    assert launcher.run("claude", "--", "-p", "one", cwd=tmp_path).returncode == 0
+    [good] = launcher.sessions()
+    bad = good.with_name("29991231-235959-000000")
+    bad.mkdir()
+    (bad / "state.json").write_text("[1]")
+    resumed = launcher.run("--dry-run", "--resume", "last", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["session"] == good.name
+    assert resumed.stderr.splitlines() == [
+        f"amux: warning: skipped session {bad.name}: {bad}/state.json is not a session state "
+        f"amux can read (not a JSON object); remove that session: rm -r {bad}"]
+
+
 @pytest.mark.parametrize("agent", ["gemini", "opencode"])
 def test_a_user_config_nested_too_deeply_is_invalid_argument_naming_it(
         hub: HubProcess, launcher: Launcher, tmp_path: Path, agent: str) -> None:
