@@ -8,7 +8,8 @@ an npm package (a `package.json` at most `PACKAGE_LEVELS` directories up), that 
 code files and those of the packages it depends on, found as Node finds them (npm's Codex
 is a Node script that starts a native binary from an optional dependency). The files are
 searched as bytes (a native binary holds its strings too), each file once (a hard link is
-the same file), stopping when every name is found, within `SEARCH_SECONDS` and
+the same file), regular files only (a FIFO, socket or device among them is skipped, never
+waited on), stopping when every name is found, within `SEARCH_SECONDS` and
 `SEARCH_BYTES`; what could not be told is a note, never a problem.
 
 What each agent is (its requirements, its npm package for the fixes) comes from its
@@ -51,6 +52,10 @@ PACKAGE_FILES = 20_000
 CODE_SUFFIXES = (".js", ".cjs", ".mjs", ".node", ".wasm", ".exe")
 """A package's code files (also any executable file); not its docs, types or source maps,
 which may name what the code no longer reads."""
+MANIFEST_BYTES = 1 << 20
+"""A package's `package.json` larger than this is not read (its dependencies are then not
+searched)."""
+_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 CHECKOUT_NPM = Path(__file__).resolve().parents[2] / "fixtures" / "npm"
 """In an amux checkout: the pinned agents (`npm ci --prefix fixtures/npm`)."""
 
@@ -158,10 +163,14 @@ def _package_root(directory: str) -> str | None:
 def _dependencies(root: str) -> list[str]:
     """The installed packages `root`'s `package.json` depends on, as Node resolves them
     from `root`: its own `node_modules`, then each ancestor's."""
+    opened = _open_regular(os.path.join(root, "package.json"))
+    if opened is None:
+        return []
     try:
-        with open(os.path.join(root, "package.json"), encoding="utf-8") as handle:
-            manifest = json.load(handle)
-    except (OSError, ValueError):
+        with open(opened[0], "rb") as handle:
+            text = handle.read(MANIFEST_BYTES + 1)
+        manifest = json.loads(text) if len(text) <= MANIFEST_BYTES else None
+    except (OSError, ValueError, RecursionError):  # unreadable, or no JSON
         return []
     names: list[str] = []
     for field in ("dependencies", "optionalDependencies"):
@@ -175,6 +184,24 @@ def _dependencies(root: str) -> list[str]:
                 found.append(os.path.realpath(package))
                 break
     return found
+
+
+def _open_regular(path: str) -> tuple[int, os.stat_result] | None:
+    """A descriptor of `path` and its `fstat` when it is a regular file, else None (the
+    caller closes it). Opened non-blocking: a FIFO or a device planted among an agent's
+    files opens at once and is then refused, where a plain `open` would wait forever."""
+    try:
+        descriptor = os.open(path, _READ_FLAGS)
+    except OSError:  # unreadable, gone, or a socket
+        return None
+    try:
+        info = os.fstat(descriptor)
+        if stat.S_ISREG(info.st_mode):
+            return descriptor, info
+    except OSError:
+        pass
+    os.close(descriptor)
+    return None
 
 
 def _node_modules(directory: str) -> Iterator[str]:
@@ -214,19 +241,22 @@ def search(files: Iterator[str], names: Sequence[str], seconds: float = SEARCH_S
         if time.monotonic() > deadline or budget <= 0:
             complete = False
             break
+        opened = _open_regular(path)
+        if opened is None:
+            continue  # unreadable, gone, or no regular file: the others may still tell
+        descriptor, info = opened
         try:
-            with open(path, "rb") as handle:
-                info = os.fstat(handle.fileno())
-                if (not stat.S_ISREG(info.st_mode) or not info.st_size
-                        or (info.st_dev, info.st_ino) in seen):
-                    continue
-                seen.add((info.st_dev, info.st_ino))
-                budget -= info.st_size
-                with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-                    for name in [n for n, needle in missing.items() if data.find(needle) >= 0]:
-                        del missing[name]
-        except (OSError, ValueError):  # unreadable, or gone: the others may still tell
+            if not info.st_size or (info.st_dev, info.st_ino) in seen:
+                continue
+            seen.add((info.st_dev, info.st_ino))
+            budget -= info.st_size
+            with mmap.mmap(descriptor, 0, access=mmap.ACCESS_READ) as data:
+                for name in [n for n, needle in missing.items() if data.find(needle) >= 0]:
+                    del missing[name]
+        except (OSError, ValueError):
             continue
+        finally:
+            os.close(descriptor)
         if not missing:
             break
     return {name: name not in missing or (False if complete else None) for name in names}

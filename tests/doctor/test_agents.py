@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -15,6 +18,7 @@ from amux.doctor import agents
 from tests.peers import npm_bin
 
 NAMES = sorted(ADAPTERS)
+T = TypeVar("T")
 
 
 def env_with(directory: Path | str) -> dict[str, str]:
@@ -125,3 +129,38 @@ def test_a_flag_is_a_whole_word_of_the_help() -> None:
 def test_every_known_agent_has_its_install_command() -> None:
     assert all(ADAPTERS[name].package for name in ADAPTERS)
     assert agents.install_fix("my-agent") is None
+
+
+def unblocked(call: Callable[[], T], fifo: Path, seconds: float = 30) -> T:
+    """`call()`, failing (not hanging the suite) when it is still waiting on `fifo` after
+    `seconds`: a writer then opens and closes the FIFO, so the stuck reader ends."""
+    done: list[T] = []
+    worker = threading.Thread(target=lambda: done.append(call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        worker.join(seconds)
+        pytest.fail(f"still blocked on {fifo} after {seconds} s")
+    return done[0]
+
+
+@pytest.mark.timeout(90)
+def test_a_fifo_among_the_code_files_is_skipped_never_waited_on(tmp_path: Path) -> None:
+    package = tmp_path / "node_modules" / "agent"
+    (package / "lib").mkdir(parents=True)
+    (package / "package.json").write_text('{"name": "agent"}')
+    script = executable(package / "bin" / "agent.js", "#!/usr/bin/env node\n")
+    fifo = package / "lib" / "a.js"
+    os.mkfifo(fifo)
+    (package / "lib" / "b.js").write_text("THE_VAR\n")  # searched after the FIFO
+    files = list(agents.installed_code(str(script)))
+    assert str(fifo) in files
+    assert unblocked(lambda: agents.search(iter(files), ["THE_VAR"]), fifo) == {"THE_VAR": True}
+
+
+@pytest.mark.timeout(90)
+def test_a_package_json_that_became_a_fifo_is_skipped_never_waited_on(tmp_path: Path) -> None:
+    """Found as a file, then swapped for a FIFO before it is read: no dependencies."""
+    os.mkfifo(tmp_path / "package.json")
+    assert unblocked(lambda: agents._dependencies(str(tmp_path)), tmp_path / "package.json") == []
