@@ -23,7 +23,6 @@ import mmap
 import os
 import re
 import shutil
-import stat
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,6 +33,7 @@ from typing import Any
 from amux.adapters import ADAPTERS
 from amux.adapters.base import Adapter, Requirement
 from amux.doctor import Finding
+from amux.launcher import readfile
 from amux.launcher.probe import SystemProbe
 
 HELP_TIMEOUT = 8.0
@@ -55,7 +55,6 @@ which may name what the code no longer reads."""
 MANIFEST_BYTES = 1 << 20
 """A package's `package.json` larger than this is not read (its dependencies are then not
 searched)."""
-_READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 CHECKOUT_NPM = Path(__file__).resolve().parents[2] / "fixtures" / "npm"
 """In an amux checkout: the pinned agents (`npm ci --prefix fixtures/npm`)."""
 
@@ -163,14 +162,10 @@ def _package_root(directory: str) -> str | None:
 def _dependencies(root: str) -> list[str]:
     """The installed packages `root`'s `package.json` depends on, as Node resolves them
     from `root`: its own `node_modules`, then each ancestor's."""
-    opened = _open_regular(os.path.join(root, "package.json"))
-    if opened is None:
-        return []
-    try:
-        with open(opened[0], "rb") as handle:
-            text = handle.read(MANIFEST_BYTES + 1)
-        manifest = json.loads(text) if len(text) <= MANIFEST_BYTES else None
-    except (OSError, ValueError, RecursionError):  # unreadable, or no JSON
+    try:  # a FIFO or a device there is refused, never waited on
+        text = readfile.read_bytes(os.path.join(root, "package.json"), MANIFEST_BYTES)
+        manifest = None if text is None else json.loads(text)
+    except (OSError, ValueError, RecursionError):  # unreadable, too large, or no JSON
         return []
     names: list[str] = []
     for field in ("dependencies", "optionalDependencies"):
@@ -184,24 +179,6 @@ def _dependencies(root: str) -> list[str]:
                 found.append(os.path.realpath(package))
                 break
     return found
-
-
-def _open_regular(path: str) -> tuple[int, os.stat_result] | None:
-    """A descriptor of `path` and its `fstat` when it is a regular file, else None (the
-    caller closes it). Opened non-blocking: a FIFO or a device planted among an agent's
-    files opens at once and is then refused, where a plain `open` would wait forever."""
-    try:
-        descriptor = os.open(path, _READ_FLAGS)
-    except OSError:  # unreadable, gone, or a socket
-        return None
-    try:
-        info = os.fstat(descriptor)
-        if stat.S_ISREG(info.st_mode):
-            return descriptor, info
-    except OSError:
-        pass
-    os.close(descriptor)
-    return None
 
 
 def _node_modules(directory: str) -> Iterator[str]:
@@ -241,11 +218,12 @@ def search(files: Iterator[str], names: Sequence[str], seconds: float = SEARCH_S
         if time.monotonic() > deadline or budget <= 0:
             complete = False
             break
-        opened = _open_regular(path)
-        if opened is None:
+        try:  # never blocks: a FIFO planted among them is refused
+            descriptor = readfile.open_regular(path)
+        except OSError:
             continue  # unreadable, gone, or no regular file: the others may still tell
-        descriptor, info = opened
         try:
+            info = os.fstat(descriptor)
             if not info.st_size or (info.st_dev, info.st_ino) in seen:
                 continue
             seen.add((info.st_dev, info.st_ino))

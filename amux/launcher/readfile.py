@@ -16,7 +16,7 @@ import stat
 
 LIMIT = 4 << 20
 """The most a launch reads of one user file (instructions, settings): 4 MiB."""
-_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 
 
 class Unreadable(OSError):

@@ -167,9 +167,13 @@ def _executable(agent: str) -> str:
     return os.path.abspath(found) if os.sep in agent else found
 
 
-def cached_version(home: Path, adapter: Adapter, executable: str) -> str | None:
+def cached_version(home: Path, adapter: Adapter, executable: str,
+                   env: Mapping[str, str] | None = None,
+                   run_as: RunAs | None = None) -> str | None:
     """The agent's version as its adapter reads it, remembered per binary (path, size,
-    mtime): a Node CLI takes a few hundred ms to say it, and every launch records it."""
+    mtime): a Node CLI takes a few hundred ms to say it, and every launch records it.
+    Asked with `env` (default ours), as `run_as` (an isolated run's target: the agent
+    may read its config and cwd to answer, which are the target's)."""
     if adapter.version_args is None:
         return None
     real = os.path.realpath(executable)
@@ -188,7 +192,11 @@ def cached_version(home: Path, adapter: Adapter, executable: str) -> str | None:
     try:
         done = subprocess.run([executable, *adapter.version_args], capture_output=True,
                               text=True, timeout=VERSION_TIMEOUT_SECONDS,
-                              stdin=subprocess.DEVNULL, env={**os.environ, **adapter.probe_env})
+                              stdin=subprocess.DEVNULL,
+                              env={**(os.environ if env is None else env), **adapter.probe_env},
+                              user=None if run_as is None else run_as.uid,
+                              group=None if run_as is None else run_as.gid,
+                              extra_groups=None if run_as is None else list(run_as.groups))
     except (OSError, subprocess.TimeoutExpired):
         return None
     version = adapter.version(done.returncode, done.stdout, done.stderr)
@@ -304,7 +312,7 @@ def _prepare(home: Path, request: RunRequest, client: Path,
                     if binding and adapter.channel != "none" else None)
         session = state.SessionState(
             id=session_id, agent=request.agent, adapter=adapter.name,
-            adapter_version=None if request.dry_run else cached_version(home, adapter, executable),
+            adapter_version=None,
             channel="none", binding=binding.binding if binding else None,
             principal=binding.principal if binding else None,
             protocol_version=render.version() if protocol else None, protocol=protocol,
@@ -332,6 +340,9 @@ def _prepare(home: Path, request: RunRequest, client: Path,
         memory = Memory(protocol=session.protocol, mcp_command=(str(mcp), "memory", "mcp"),
                         env={"AMUX_MEMORY_CONFIG": str(run_dir.config)},
                         bin_dir=str(run_dir.bin_dir))
+    if new and not request.dry_run:  # asked as the agent will run
+        session = session._replace(adapter_version=cached_version(
+            home, adapter, executable, base_env, _run_as(target)))
     if endpoint is not None and endpoint.key_env and endpoint.key_env not in base_env:
         raise ClientError("invalid_argument", f"--endpoint-key-env {endpoint.key_env}: it is "
                           "not set in this environment; export the endpoint's key in it, or "
@@ -439,10 +450,11 @@ def _unwire(issued: wiring.Issued | None, run_dir: rundirs.RunDir | None) -> Non
     if issued is None or run_dir is None:
         return
     unrevoked = wiring.revoke(issued)
-    if unrevoked is None:
-        rundirs.remove(run_dir.path)
-    else:
+    if unrevoked is not None:
         _warn(unrevoked)
+    elif not rundirs.remove(run_dir.path):
+        _warn(f"{run_dir.path} could not be removed (its files changed meanwhile); its "
+              "token is revoked, and the next `amux run` removes it")
 
 
 def _wire(home: Path, launch: Launch, client: Path) -> wiring.Issued | None:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 from typing import NamedTuple
 
@@ -107,11 +106,10 @@ def make(run: RunDir, token: Token, client: Path, cache_dir: Path) -> None:
     built in the launcher's `cache_dir`). Whatever was there before (a run directory of
     the same session id) is replaced."""
     verified(run.path.parent, isolated=run.owner is not None)
+    remove(run.path)
     if run.owner is None:
-        shutil.rmtree(run.path, ignore_errors=True)
         run.path.mkdir(mode=0o700)
     else:
-        shutil.rmtree(run.path, ignore_errors=True)
         run.path.mkdir(mode=0o711)
         run.memory.parent.mkdir(mode=0o711)
         run.memory.mkdir(mode=0o700)
@@ -130,8 +128,55 @@ def make(run: RunDir, token: Token, client: Path, cache_dir: Path) -> None:
         os.chown(path, *run.owner, follow_symlinks=False)
 
 
-def remove(run_dir: Path) -> None:
-    shutil.rmtree(run_dir, ignore_errors=True)
+REMOVE_DEPTH = 64
+"""How deep below a run directory its removal goes (the agent's own files included)."""
+_WALK = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def remove(run_dir: Path) -> bool:
+    """Remove `run_dir`; whether it is gone (else it stays for a later launch).
+
+    An isolated run's `memory` is the target's, who may still be changing it: every
+    directory is opened by name in its parent's descriptor with `O_DIRECTORY |
+    O_NOFOLLOW` (a link, or a FIFO swapped in for a directory, is never opened: the
+    open fails instead of following or blocking, as `shutil.rmtree`'s would), anything
+    else is unlinked without being opened, and a tree deeper than `REMOVE_DEPTH`, or
+    one that keeps growing, is left with a False."""
+    try:
+        parent = os.open(run_dir.parent, _WALK)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    try:
+        _remove_at(parent, run_dir.name, 0)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return False
+    finally:
+        os.close(parent)
+    return True
+
+
+def _remove_at(parent: int, name: str, depth: int) -> None:
+    try:
+        os.unlink(name, dir_fd=parent)  # a file, a link, a FIFO: never opened
+        return
+    except IsADirectoryError:
+        pass
+    if depth >= REMOVE_DEPTH:
+        raise OSError(f"{name}: nested more than {REMOVE_DEPTH} levels")
+    fd = os.open(name, _WALK, dir_fd=parent)
+    try:
+        for entry in os.listdir(fd):
+            try:
+                _remove_at(fd, entry, depth + 1)
+            except FileNotFoundError:
+                continue
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)  # ENOTEMPTY if it was added to meanwhile: left
 
 
 def verified(root: Path, *, isolated: bool) -> None:

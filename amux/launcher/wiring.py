@@ -276,7 +276,7 @@ def clean_stale_runs(home: Path, connection: Connection, principal: str | None =
                     if _revoke(connection, str(token.get("principal")),
                                str(token.get("token_id")), own=own) is not None:
                         continue  # kept: a later launch tries again
-                shutil.rmtree(run_dir, ignore_errors=True)
+                rundirs.remove(run_dir)
 
 
 def _expired(token: dict[str, object]) -> bool:

@@ -13,8 +13,10 @@ The child is forked before the launcher starts any thread, imports nothing after
 (an import would read files as the target, who may be unable to read the installation:
 any attempt is an error), starts its own session (no terminal signal reaches it), keeps
 no descriptor of the launcher's but its end of a socket pair, and ends when that closes.
-The kernel makes it non-dumpable when it changes uid: the target can signal it, but not
-trace it or read its memory; a killed helper only fails the target's own launch.
+It is non-dumpable (`PR_SET_DUMPABLE` 0, which the kernel also sets on the uid change
+unless `fs.suid_dumpable` says otherwise): the target can signal it, but not trace it or
+read its memory or its environment, which are the launcher's; a killed helper only fails
+the target's own launch.
 
 The wire: length-prefixed JSON frames, a request `{"op", "args"}` and a reply `{"ok"}`
 or `{"error"}`; bytes travel as base64. Each call has a timeout, after which the child is
@@ -57,11 +59,12 @@ class Helper:
 
     def __init__(self, target: Target, operations: Mapping[str, Operation]) -> None:
         self.target = target
+        undumpable = _undumpable()  # loaded now: the child imports nothing
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child; measured through its answers
             ours.close()
-            _child(target, operations, theirs)
+            _child(target, operations, theirs, undumpable)
         theirs.close()
         self._sock: socket.socket | None = ours
         self._pid: int | None = pid
@@ -102,8 +105,20 @@ class Helper:
         self.close()
 
 
-def _child(target: Target, operations: Mapping[str, Operation],
-           sock: socket.socket) -> None:  # pragma: no cover - runs in the forked child
+def _undumpable() -> Callable[[], bool]:
+    """What makes the calling process non-dumpable; it says whether that worked."""
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):  # no libc to ask: the kernel's uid-change rule
+        return lambda: True
+    set_dumpable, get_dumpable = 4, 3  # PR_SET_DUMPABLE, PR_GET_DUMPABLE
+    return lambda: prctl(set_dumpable, 0, 0, 0, 0) == 0 and prctl(get_dumpable, 0, 0, 0, 0) == 0
+
+
+def _child(target: Target, operations: Mapping[str, Operation], sock: socket.socket,
+           undumpable: Callable[[], bool]) -> None:  # pragma: no cover - the forked child
     code = 70
     try:
         os.setsid()
@@ -119,7 +134,8 @@ def _child(target: Target, operations: Mapping[str, Operation],
         os.setgroups(list(target.groups))
         os.setgid(target.gid)
         os.setuid(target.uid)
-        if os.getuid() != target.uid or os.geteuid() != target.uid or _can_regain_root():
+        if (os.getuid() != target.uid or os.geteuid() != target.uid or _can_regain_root()
+                or not undumpable()):
             return
         os.umask(0o077)
         os.chdir("/")
