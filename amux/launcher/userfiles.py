@@ -21,8 +21,11 @@ from typing import Any, cast
 
 from amux.adapters.base import PlanFile, PlanMirror
 from amux.launcher import mirrors, planfiles, readfile
-from amux.materializer.helper import Helper
 from amux.materializer.target import Target
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from amux.materializer.helper import Helper
 
 RECENT_CHANGE_SECONDS = 1.0
 """A file changed less than this long ago has no signature: a second change within the
@@ -39,7 +42,11 @@ class UserFiles:
     @classmethod
     def of(cls, target: Target | None) -> UserFiles:
         """Here for the launching user; through a helper started now for `target`."""
-        return cls(None if target is None else Helper(target, OPERATIONS))
+        if target is None:
+            return cls()
+        from amux.materializer.helper import Helper  # sockets and the rest: isolated only
+
+        return cls(Helper(target, OPERATIONS))
 
     def read_text(self, path: str) -> str | None:
         """The UTF-8 text of the regular file `path` (newlines as Python's text mode reads

@@ -38,7 +38,6 @@ import struct
 import sys
 import time
 from collections.abc import Callable, Mapping
-from importlib.abc import MetaPathFinder
 from typing import Any
 
 from amux.client.wire import ClientError
@@ -177,7 +176,7 @@ def _serve(sock: socket.socket, operations: Mapping[str, Operation]
         _send(sock, reply)
 
 
-class _NoImports(MetaPathFinder):
+class _NoImports:
     """Refuses every import in the child (see the module docstring)."""
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:

@@ -8,6 +8,7 @@ disk is full) keeps its run directory, so a later launch tries again.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 import time
@@ -130,3 +131,34 @@ def test_a_token_the_hub_cannot_revoke_keeps_its_run_directory(
             assert wiring.revoke(issued) is None
         finally:
             hub.stop()
+
+
+@pytest.mark.timeout(20)
+def test_removal_never_opens_a_fifo_or_follows_a_link(tmp_path: Path) -> None:
+    """What an isolated agent may leave in its `memory`: a FIFO (where a directory was:
+    `shutil.rmtree` would open it and wait), a link to something outside, deep trees."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    run = tmp_path / "runs" / "s"
+    memory = run / "agent-config" / "memory"
+    memory.mkdir(parents=True)
+    os.mkfifo(memory / "fifo")
+    (memory / "link").symlink_to(outside)
+    deep = memory
+    for _ in range(10):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    assert rundirs.remove(run) is True
+    assert not run.exists() and (outside / "keep").read_text() == "x"
+
+
+def test_a_tree_deeper_than_the_limit_is_left(tmp_path: Path) -> None:
+    run = tmp_path / "runs" / "s"
+    deep = run
+    for _ in range(rundirs.REMOVE_DEPTH + 1):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    assert rundirs.remove(run) is False
+    assert run.exists()
+    assert rundirs.remove(tmp_path / "runs" / "absent") is True

@@ -1,0 +1,110 @@
+"""The helper that acts as the target user: a real throwaway user, real credentials.
+
+What it must guarantee: the target's uid, gid and groups for good (root cannot be
+regained), none of the launcher's descriptors, no imports (the installation may be
+unreadable to the target), its errors raised in the launcher as their own kinds, and a
+call that hangs stopped at its timeout, failing every later call instead of hanging.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from amux.client.wire import ClientError
+from amux.materializer.helper import Helper
+from amux.materializer.target import Target
+from tests.hostile import throwaway_user
+
+
+def _who() -> dict[str, Any]:
+    return {"uid": os.getuid(), "euid": os.geteuid(), "gid": os.getgid(),
+            "groups": sorted(os.getgroups()), "fds": sorted(os.listdir("/proc/self/fd")),
+            "sid": os.getsid(0) == os.getpid(), "umask": os.umask(0o077)}
+
+
+def _regain() -> bool:
+    try:
+        os.setuid(0)
+    except PermissionError:
+        return False
+    return True
+
+
+def _fail(kind: str) -> None:
+    if kind == "missing":
+        open("/nonexistent/file")  # noqa: SIM115 - raises
+    if kind == "value":
+        raise ValueError("a bad value")
+    if kind == "client":
+        raise ClientError("invalid_argument", "said so")
+    if kind == "import":
+        import this  # noqa: F401 - refused in the helper
+    raise KeyError(kind)
+
+
+OPERATIONS = {"who": _who, "regain": _regain, "fail": _fail,
+              "bytes": lambda: b"\x00\xff raw", "sleep": lambda s: time.sleep(s)}
+
+
+@pytest.fixture
+def helper() -> Iterator[tuple[Helper, pwd.struct_passwd]]:
+    with throwaway_user("amuxt-h") as user:
+        target = Target.lookup(user.pw_name)
+        process = Helper(target, OPERATIONS)
+        try:
+            yield process, user
+        finally:
+            process.close()
+
+
+@pytest.mark.timeout(60)
+def test_it_is_the_target_for_good_and_holds_nothing_of_ours(
+        helper: tuple[Helper, pwd.struct_passwd]) -> None:
+    process, user = helper
+    kept = os.open("/dev/null", os.O_RDONLY)  # a descriptor of ours it must not have
+    try:
+        who = process.call("who")
+    finally:
+        os.close(kept)
+    assert (who["uid"], who["euid"], who["gid"]) == (user.pw_uid, user.pw_uid, user.pw_gid)
+    assert who["groups"] == sorted(set(os.getgrouplist(user.pw_name, user.pw_gid)))
+    assert 0 not in who["groups"]
+    assert len(who["fds"]) == 5  # stdin, stdout, stderr (/dev/null), its socket, listdir's
+    assert who["sid"] and who["umask"] == 0o077
+    assert process.call("regain") is False
+
+
+@pytest.mark.timeout(60)
+def test_errors_come_back_as_their_own_kinds(helper: tuple[Helper, pwd.struct_passwd]) -> None:
+    process, _ = helper
+    with pytest.raises(FileNotFoundError) as missing:
+        process.call("fail", "missing")
+    assert missing.value.filename == "/nonexistent/file"
+    with pytest.raises(ValueError, match="a bad value"):
+        process.call("fail", "value")
+    with pytest.raises(ClientError) as said:
+        process.call("fail", "client")
+    assert (said.value.code, said.value.message) == ("invalid_argument", "said so")
+    with pytest.raises(ClientError, match="imports nothing"):
+        process.call("fail", "import")
+    with pytest.raises(ClientError, match="KeyError"):
+        process.call("fail", "other")
+    assert process.call("bytes") == b"\x00\xff raw"  # and it still answers
+
+
+@pytest.mark.timeout(60)
+def test_a_call_that_hangs_is_stopped_and_every_later_call_fails(
+        helper: tuple[Helper, pwd.struct_passwd]) -> None:
+    process, _ = helper
+    started = time.monotonic()
+    with pytest.raises(OSError, match="took longer than 1 s"):
+        process.call("sleep", 30, timeout=1)
+    assert time.monotonic() - started < 5
+    with pytest.raises(OSError, match="took longer than 1 s"):
+        process.call("who")
