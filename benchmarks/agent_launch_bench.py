@@ -296,7 +296,7 @@ def bare_arm(agent: str, plan: dict[str, Any], env: dict[str, str], cwd: Path, r
     from amux.launcher import mirrors
 
     mirrors.make([PlanMirror(swap(m["path"]), m["source"], tuple(m["own"]))
-                  for m in plan.get("mirrors", [])], None)  # before the files inside them
+                  for m in plan.get("mirrors", [])])  # before the files inside them
     for path, text in files:
         if path in (config, state) or path.endswith("/bin/amux"):
             continue

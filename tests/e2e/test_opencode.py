@@ -23,7 +23,7 @@ from amux.client.tools import TOOLS
 from amux.protocol.render import render
 from tests.e2e.test_opencode_cli import USER_MCP, is_side, system_text
 from tests.hubproc import HubProcess
-from tests.isolation.test_isolated_runs import World, user_a, world  # noqa: F401 (fixture)
+from tests.isolation.world import World, user_a, world  # noqa: F401 (fixture)
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
 from tests.mockmodel.agents import opencode_env, opencode_provider
 from tests.peers import npm_bin
