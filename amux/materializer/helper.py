@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import gc
 import json
 import os
 import select
@@ -120,6 +121,7 @@ def _child(target: Target, operations: Mapping[str, Operation], sock: socket.soc
            undumpable: Callable[[], bool]) -> None:  # pragma: no cover - the forked child
     code = 70
     try:
+        gc.freeze()  # what it holds of ours is never finalized here (closing reused fds)
         os.setsid()
         keep = sock.fileno()
         null = os.open(os.devnull, os.O_RDWR)

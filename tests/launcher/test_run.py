@@ -498,3 +498,37 @@ def test_a_user_config_nested_too_deeply_is_invalid_argument_naming_it(
              "opencode": "OPENCODE_CONFIG_CONTENT"}[agent]
     assert done.stderr.startswith(f"amux run: invalid_argument: {where} is not valid "
                                   "JSON(C): nested too deeply")
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("planted", ["fifo", "huge", "dotdot"])
+def test_a_plain_launch_refuses_what_it_cannot_read_or_place(
+        hub: HubProcess, launcher: Launcher, tmp_path: Path, planted: str) -> None:
+    """The launching user's own Gemini settings: a FIFO (which hung even a dry run), a
+    400 MB sparse context file (read whole), a `..` context file name (the merged text
+    was written outside the mirror): each is one line naming it, at once."""
+    enable(hub)
+    (launcher.bin / "gemini").write_text((launcher.bin / "pi").read_text())
+    (launcher.bin / "gemini").chmod(0o755)
+    home = tmp_path / "home"
+    dot = home / ".gemini"
+    dot.mkdir(parents=True)
+    outside = tmp_path / "outside.md"
+    outside.write_text("mine\n")
+    if planted == "fifo":
+        os.mkfifo(dot / "settings.json")
+    elif planted == "huge":
+        with open(dot / "GEMINI.md", "wb") as handle:
+            handle.truncate(400 << 20)
+    else:
+        (dot / "settings.json").write_text(json.dumps(
+            {"context": {"fileName": "../../outside.md"}}))
+    expected = {"fifo": "settings.json is a FIFO, not a regular file",
+                "huge": "GEMINI.md is larger than 4 MiB",
+                "dotdot": "context.fileName '../../outside.md' is not a plain file name"}
+    for options in (("--dry-run",), ()):
+        done = launcher.run(*options, "gemini", "--", "-p", "x", env={"HOME": str(home)})
+        assert done.returncode == 2, done.stderr
+        assert expected[planted] in done.stderr
+    assert outside.read_text() == "mine\n"
+    assert not launcher.log.exists()  # the agent never started
