@@ -58,6 +58,9 @@ class Helper:
     JSON values returning a JSON value, or bytes)."""
 
     def __init__(self, target: Target, operations: Mapping[str, Operation]) -> None:
+        if os.geteuid() != 0:
+            raise ClientError("invalid_argument", f"--as-user {target.name}: only root can "
+                              "run an agent as another user; run amux run with sudo")
         self.target = target
         undumpable = _undumpable()  # loaded now: the child imports nothing
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -84,6 +87,9 @@ class Helper:
         except (OSError, ValueError) as exc:
             self._fail(f"the helper process ended ({exc})")
             raise OSError(f"acting as {self.target.name}: {self._gone}") from None
+        except BaseException:  # interrupted mid-call: its reply would answer the next one
+            self._fail(f"{op} was interrupted")
+            raise
         if "error" in reply:
             raise _error(reply["error"])
         return _decoded(reply.get("ok"))
