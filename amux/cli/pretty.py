@@ -17,7 +17,7 @@ def render(value: Any) -> None:
     from rich.console import Console
     from rich.table import Column, Table
 
-    console = Console()
+    console = Console(markup=False)  # every cell is data: a `[/]` in it is text, not markup
     if isinstance(value, dict) and "results" in value:
         table = Table("path", "terms", "hits", show_lines=True)
         for result in value["results"]:

@@ -272,7 +272,7 @@ def _frozen_endpoint(session: state.SessionState) -> EndpointRequest | None:
 
 def _last(home: Path) -> state.SessionState:
     here = os.getcwd()
-    started = [session for session in state.listing(home) if session.cwd == here]
+    started = [session for session in state.listing(home, _warn) if session.cwd == here]
     if not started:
         raise ClientError("invalid_argument", f"no amux session was started in {here}; "
                           "`amux sessions list` shows them all, and `amux run --resume ID` "

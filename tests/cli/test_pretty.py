@@ -31,3 +31,16 @@ def test_bare_client_pretty_is_indented_json(memory_hub: HubProcess) -> None:
                           capture_output=True, text=True, env=environment, check=True)
     assert done.stdout.startswith("{\n  ")
     assert json.loads(done.stdout)["exists"] is False
+
+
+def test_text_that_looks_like_markup_is_shown_as_it_is(memory_hub: HubProcess) -> None:
+    """A document or snippet with `[/]` or `[bold]` in it crashed the table (rich's
+    MarkupError: `internal`) or lost the text."""
+    text = "x [/] y [bold]pytest[/bold] z\n"
+    amux(memory_hub.home, "memory", "upsert", "notes/[bold]odd.md", "--expected-revision",
+         "absent", stdin=text)
+    code, shown, err = amux(memory_hub.home, "memory", "--pretty", "search", "pytest")
+    assert code == 0, err
+    assert "notes/[bold]odd.md" in shown and "[/] y [bold]pytest[/bold] z" in shown
+    code, listed, err = amux(memory_hub.home, "memory", "--pretty", "list")
+    assert code == 0 and "notes/[bold]odd.md" in listed, err

@@ -476,7 +476,7 @@ def test_resume_last_skips_and_names_a_session_it_cannot_read(
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["session"] == good.name
     assert resumed.stderr.splitlines() == [
-        f"amux: warning: skipped session {bad.name}: {bad}/state.json is not a session state "
+        f"amux run: warning: skipped session {bad.name}: {bad}/state.json is not a session state "
         f"amux can read (not a JSON object); remove that session: rm -r {bad}"]
 
 
