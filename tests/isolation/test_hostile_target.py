@@ -126,6 +126,31 @@ def test_a_link_to_what_only_root_may_read_is_read_as_the_target(
     assert all(leaked not in json.dumps(record) for record in world.records())
 
 
+def test_a_link_to_another_users_running_config_leaks_nothing_of_it(world: World) -> None:
+    """While B's agent runs, A links its `GEMINI.md` to B's connection config in the runs
+    root: root would read it; as A the read is refused, and B's token stays B's."""
+    a, b = user_a(world), user_b(world)
+    running = world.launch(b, str(world.agents / "pi"), env={"ISO_ACTION": "wait"},
+                           wait=False)
+    assert isinstance(running, subprocess.Popen)
+    try:
+        deadline = time.monotonic() + 60
+        while not list(world.runs.glob("*/agent-config/memory/memory.json")):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        [config] = world.runs.glob("*/agent-config/memory/memory.json")
+        token = json.loads(config.read_text())["token"]
+        plant(world, a, f"mkdir -p .gemini && ln -s {config} .gemini/GEMINI.md")
+        for options in (("--dry-run",), ()):
+            done = world.run(a, str(world.agents / "gemini"), "-p", "hi", options=options)
+            assert token not in done.stdout + done.stderr
+            assert done.returncode == 2 and "Permission denied" in done.stderr, done.stderr
+        assert token not in everything_the_target_holds(world, a)
+    finally:
+        running.send_signal(signal.SIGTERM)
+        running.communicate(timeout=60)
+
+
 def test_a_gemini_home_linked_to_a_root_only_directory_shows_nothing_of_it(
         world: World, vault: Path) -> None:
     """`~/.gemini` → a root-only directory: its names are never listed into the mirror."""
