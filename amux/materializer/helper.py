@@ -181,7 +181,10 @@ def _serve(sock: socket.socket, operations: Mapping[str, Operation]
             reply = {"error": {"kind": "value", "message": str(exc)}}
         except Exception as exc:  # a bug of the operation: said, not hidden
             reply = {"error": {"kind": "internal", "message": f"{type(exc).__name__}: {exc}"}}
-        _send(sock, reply)
+        try:
+            _send(sock, reply)
+        except (TypeError, ValueError) as exc:  # not JSON: a bug of the operation, said
+            _send(sock, {"error": {"kind": "internal", "message": f"its answer: {exc}"}})
 
 
 class _NoImports:
@@ -200,7 +203,8 @@ def _max_fd() -> int:
 
 
 def _send(sock: socket.socket, message: Mapping[str, Any]) -> None:
-    data = json.dumps(message, ensure_ascii=False).encode("utf-8")
+    """ASCII JSON: a file name that is not UTF-8 (a lone surrogate) crosses intact."""
+    data = json.dumps(message).encode("ascii")
     sock.sendall(_HEADER.pack(len(data)) + data)
 
 

@@ -49,7 +49,8 @@ def _fail(kind: str) -> None:
 
 
 OPERATIONS = {"who": _who, "regain": _regain, "fail": _fail,
-              "bytes": lambda: b"\x00\xff raw", "sleep": lambda s: time.sleep(s)}
+              "bytes": lambda: b"\x00\xff raw", "sleep": lambda s: time.sleep(s),
+              "names": lambda: [os.fsdecode(b"caf\xe9"), "é", "\n"], "set": lambda: {1}}
 
 
 @pytest.fixture
@@ -95,7 +96,10 @@ def test_errors_come_back_as_their_own_kinds(helper: tuple[Helper, pwd.struct_pa
         process.call("fail", "import")
     with pytest.raises(ClientError, match="KeyError"):
         process.call("fail", "other")
-    assert process.call("bytes") == b"\x00\xff raw"  # and it still answers
+    with pytest.raises(ClientError, match="its answer"):
+        process.call("set")  # no JSON value: said, and the helper goes on
+    assert process.call("bytes") == b"\x00\xff raw"
+    assert process.call("names") == [os.fsdecode(b"caf\xe9"), "é", "\n"]
 
 
 @pytest.mark.timeout(60)
