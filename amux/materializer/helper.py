@@ -18,11 +18,11 @@ unless `fs.suid_dumpable` says otherwise): the target can signal it, but not tra
 read its memory or its environment, which are the launcher's; a killed helper only fails
 the target's own launch.
 
-The wire: length-prefixed JSON frames, a request `{"op", "args"}` and a reply `{"ok"}`
-or `{"error"}`; bytes travel as base64. Each call has a timeout, after which the child is
-killed and every later call fails. Errors come back as their own kind: `OSError` (errno,
-message, file name), `ValueError`, `ClientError`; anything else is a bug of the
-operation, reported as `internal`.
+The wire: length-prefixed ASCII JSON frames, a request `{"op", "args"}` and a reply
+`{"ok"}` (a JSON value), `{"bytes"}` (base64) or `{"error"}`. Each call has a timeout,
+after which the child is killed and every later call fails. Errors come back as their
+own kind: `OSError` (errno, message, file name), `ValueError`, `ClientError`; anything
+else is a bug of the operation, reported as `internal`.
 """
 
 from __future__ import annotations
@@ -92,7 +92,7 @@ class Helper:
             raise
         if "error" in reply:
             raise _error(reply["error"])
-        return _decoded(reply.get("ok"))
+        return _answer(reply)
 
     def close(self) -> None:
         """End the child (at once: it holds nothing that needs saving) and reap it."""
@@ -169,8 +169,7 @@ def _serve(sock: socket.socket, operations: Mapping[str, Operation]
         except (OSError, ValueError):
             return  # the launcher is gone, or closed its end
         try:
-            reply: dict[str, Any] = {"ok": _encoded(
-                operations[request["op"]](*request["args"]))}
+            reply = _reply(operations[request["op"]](*request["args"]))
         except ClientError as exc:
             reply = {"error": {"kind": "client", "code": exc.code, "message": exc.message}}
         except OSError as exc:
@@ -230,16 +229,17 @@ def _exactly(sock: socket.socket, size: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
-def _encoded(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return {"bytes": base64.b64encode(value).decode("ascii")}
-    return value
+def _reply(result: Any) -> dict[str, Any]:
+    """An operation's result as a reply: a JSON value, or bytes (a file's contents)."""
+    if isinstance(result, bytes):
+        return {"bytes": base64.b64encode(result).decode("ascii")}
+    return {"ok": result}
 
 
-def _decoded(value: Any) -> Any:
-    if isinstance(value, dict) and set(value) == {"bytes"}:
-        return base64.b64decode(value["bytes"])
-    return value
+def _answer(reply: Mapping[str, Any]) -> Any:
+    if "bytes" in reply:
+        return base64.b64decode(reply["bytes"])
+    return reply.get("ok")
 
 
 def _error(error: Mapping[str, Any]) -> Exception:

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import os
 import pwd
+import socket
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from amux.client.wire import ClientError
+from amux.materializer import helper as wire
 from amux.materializer.helper import Helper
 from amux.materializer.target import Target
 from tests.hostile import throwaway_user
@@ -50,7 +54,8 @@ def _fail(kind: str) -> None:
 
 OPERATIONS = {"who": _who, "regain": _regain, "fail": _fail,
               "bytes": lambda: b"\x00\xff raw", "sleep": lambda s: time.sleep(s),
-              "names": lambda: [os.fsdecode(b"caf\xe9"), "é", "\n"], "set": lambda: {1}}
+              "names": lambda: [os.fsdecode(b"caf\xe9"), "é", "\n"], "set": lambda: {1},
+              "looks_like_bytes": lambda: {"bytes": "AAAA"}}
 
 
 @pytest.fixture
@@ -100,6 +105,7 @@ def test_errors_come_back_as_their_own_kinds(helper: tuple[Helper, pwd.struct_pa
         process.call("set")  # no JSON value: said, and the helper goes on
     assert process.call("bytes") == b"\x00\xff raw"
     assert process.call("names") == [os.fsdecode(b"caf\xe9"), "é", "\n"]
+    assert process.call("looks_like_bytes") == {"bytes": "AAAA"}
 
 
 @pytest.mark.timeout(60)
@@ -112,3 +118,22 @@ def test_a_call_that_hangs_is_stopped_and_every_later_call_fails(
     assert time.monotonic() - started < 5
     with pytest.raises(OSError, match="took longer than 1 s"):
         process.call("who")
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(st.characters(codec=None)),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(JSON, st.binary(max_size=256))
+def test_every_value_and_bytes_cross_the_wire_intact(value: Any, data: bytes) -> None:
+    """The frames both ends use: any JSON value (lone surrogates, as undecodable file
+    names are, included) and any bytes come out as they went in."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        wire._send(ours, wire._reply(value))
+        assert wire._answer(wire._receive(theirs, time.monotonic() + 5, None)) == value
+        wire._send(ours, wire._reply(data))
+        assert wire._answer(wire._receive(theirs, None, None)) == data
