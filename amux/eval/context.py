@@ -35,6 +35,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from amux.eval.wire import Size, WireName
+from amux.launcher import endpoints
 
 OLLAMA_DEFAULT_WINDOW = 4096
 PROBE_TIMEOUT = 10.0
@@ -63,11 +64,6 @@ class Window:
         return self.server.startswith("ollama")
 
 
-def _root(base_url: str) -> str:
-    parts = urlsplit(base_url)
-    return f"{parts.scheme}://{parts.netloc}"
-
-
 def _get_json(url: str, body: dict[str, Any] | None = None, timeout: float = PROBE_TIMEOUT,
               headers: dict[str, str] | None = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
@@ -82,22 +78,16 @@ def _get_json(url: str, body: dict[str, Any] | None = None, timeout: float = PRO
 
 
 def unreachable(base_url: str) -> str | None:
-    """Why nothing answers at the endpoint's host (any HTTP answer, even an error status,
-    means it is there), or None. Environment proxies apply, as they do in the run."""
-    try:
-        with urllib.request.urlopen(_root(base_url) + "/", timeout=PROBE_TIMEOUT):
-            return None
-    except urllib.error.HTTPError:
-        return None
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        return f"nothing answers at {_root(base_url)}: {getattr(error, 'reason', error)}"
+    """Why nothing answers at the endpoint's host (the launcher's check, with the
+    harness's patience), or None."""
+    return endpoints.unreachable(base_url, PROBE_TIMEOUT)
 
 
 def probe(base_url: str, model: str, api_key: str | None = None,
           load_timeout: float = LOAD_TIMEOUT, wire: WireName | None = None) -> Window:
     """The context window the endpoint serves `model` with, and where that came from
     (`wire`: the API the agent speaks; the Gemini API describes one model by its name)."""
-    root = _root(base_url)
+    root = endpoints.root(base_url)
     version = _get_json(f"{root}/api/version")
     if isinstance(version, dict) and isinstance(version.get("version"), str):
         return _ollama(root, model, str(version["version"]), load_timeout)

@@ -295,10 +295,33 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
         raise
 
 
+def _check_endpoint(request: RunRequest,
+                    resumed: tuple[state.SessionState, Adapter] | None) -> None:
+    """Refuse, before anything starts, a launch against a model endpoint where nothing
+    answers (the agent would hang or fail with a message about something else); a dry
+    run starts nothing and asks nothing."""
+    endpoint = (request.endpoint if resumed is None
+                else _frozen_endpoint(resumed[0]))
+    if endpoint is None or request.dry_run:
+        return
+    from amux.launcher.endpoints import unreachable  # urllib: endpoint launches only
+
+    problem = unreachable(endpoint.url)
+    if problem:
+        if resumed is None:
+            given, fix = f"--endpoint {endpoint.url}", "or point --endpoint at one that runs"
+        else:
+            given, fix = (f"session {resumed[0].id}'s --endpoint {endpoint.url}",
+                          "then resume again")
+        raise ClientError("invalid_argument", f"{given}: {problem}; start the model server "
+                          f"there (Ollama: `ollama serve`), {fix}")
+
+
 def _prepare(home: Path, request: RunRequest, client: Path,
              resumed: tuple[state.SessionState, Adapter] | None, target: Target | None,
              files: UserFiles) -> Launch:
     warnings: list[str] = []
+    _check_endpoint(request, resumed)
     if resumed is not None:
         session, adapter = resumed
         executable = _executable(session.agent)

@@ -532,3 +532,47 @@ def test_a_plain_launch_refuses_what_it_cannot_read_or_place(
         assert expected[planted] in done.stderr
     assert outside.read_text() == "mine\n"
     assert not launcher.log.exists()  # the agent never started
+
+
+@pytest.mark.timeout(90)
+def test_an_endpoint_where_nothing_answers_is_refused_before_the_agent_starts(
+        hub: HubProcess, launcher: Launcher) -> None:
+    """Codex reconnected for 11 minutes against a model server that was down, and amux
+    said only "ended (exit 1 after 664.7 s)": the launch, and the resume of a session
+    started with that endpoint, ask its host first and refuse at once, naming the fix."""
+    import http.server
+    import socket
+    import threading
+    import time
+
+    enable(hub)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    endpoint = ("--endpoint", url, "--model", "qwen3")
+    started = time.monotonic()
+    done = launcher.run(*endpoint, "codex", "--", "exec", "hi")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"amux run: invalid_argument: --endpoint {url}: nothing "
+                                  f"answers at http://127.0.0.1:{port} (")
+    assert "`ollama serve`), or point --endpoint at one that runs" in done.stderr
+    assert time.monotonic() - started < 20 and not launcher.log.exists()
+    assert launcher.run("--dry-run", *endpoint, "codex", "--", "exec", "hi").returncode == 0
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port),
+                                             http.server.BaseHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:  # any answer (here 501) means a server is there
+        assert launcher.run(*endpoint, "claude", "--", "-p", "hi").returncode == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    [session] = [path.name for path in launcher.sessions()]
+    done = launcher.run("--resume", session)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"amux run: invalid_argument: session {session}'s "
+                                  f"--endpoint {url}: nothing answers")
+    assert done.stderr.rstrip().endswith("then resume again")
