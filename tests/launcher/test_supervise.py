@@ -11,6 +11,8 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pexpect
@@ -41,8 +43,10 @@ while True:
 """
 
 SUPERVISOR = """
-import os, sys
-from amux.launcher.supervise import supervise
+import os, signal, sys
+from amux.launcher.supervise import FORWARDED, supervise
+for sig in FORWARDED:  # as a shell starts a job, whatever the test run ignores (nohup)
+    signal.signal(sig, signal.SIG_DFL)
 sys.exit(supervise(sys.argv[1:], dict(os.environ)))
 """
 
@@ -138,15 +142,22 @@ def test_death_by_signal_is_128_plus_n(tmp_path: Path, sig: signal.Signals) -> N
     assert supervise([sys.executable, agent], dict(os.environ)) == 128 + sig
 
 
-def _start(tmp_path: Path, *last: str) -> subprocess.Popen[str]:
-    """A supervisor (own session: no terminal) running RECORDER; returns once that is ready."""
+@contextmanager
+def _start(tmp_path: Path, *last: str) -> Iterator[subprocess.Popen[str]]:
+    """A supervisor (own session: no terminal) running RECORDER, once that is ready; it
+    and its agent are killed after, however the test ended."""
     agent = [sys.executable, _script(tmp_path, "recorder", RECORDER), str(tmp_path / "record"),
              str(tmp_path / "go"), *last]
     supervisor = subprocess.Popen([sys.executable, "-c", SUPERVISOR, *agent], env=_env(),
                                   stdout=subprocess.PIPE, text=True, start_new_session=True)
-    assert supervisor.stdout is not None
-    assert supervisor.stdout.readline() == "ready\n"
-    return supervisor
+    try:
+        assert supervisor.stdout is not None
+        assert supervisor.stdout.readline() == "ready\n"
+        yield supervisor
+    finally:
+        with suppress(ProcessLookupError):
+            os.killpg(supervisor.pid, signal.SIGKILL)
+        supervisor.communicate()
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
