@@ -181,9 +181,15 @@ def test_response_fits_8_kib(memory_root: Path, store: Store, scope: Scope) -> N
 # -- budgets -----------------------------------------------------------------------
 
 
+def stopped() -> float:
+    """A clock that never moves: the count budgets alone stop these searches (under
+    load the 250 ms budget tripped first: 837 of 1,024 files)."""
+    return 0.0
+
+
 def test_file_budget(memory_root: Path, scope: Scope) -> None:
     _write(memory_root, {f"d{i:04}.md": "t" for i in range(1024)})
-    with Store(memory_root) as store:
+    with Store(memory_root, clock=stopped) as store:
         full = store.search(scope, "t")
         assert (full["scanned_files"], full["incomplete"]) == (1024, False)
         _write(memory_root, {"e.md": "t"})
@@ -194,7 +200,7 @@ def test_file_budget(memory_root: Path, scope: Scope) -> None:
 def test_byte_budget(memory_root: Path, scope: Scope) -> None:
     chunk = 64 * 1024
     _write(memory_root, {f"d{i:03}.md": b"t" * chunk for i in range(128)})  # exactly 8 MiB
-    with Store(memory_root) as store:
+    with Store(memory_root, clock=stopped) as store:
         full = store.search(scope, "t")
         assert (full["scanned_files"], full["incomplete"]) == (128, False)
         _write(memory_root, {"e.md": b"t"})
@@ -219,7 +225,7 @@ def test_directory_entry_budget(memory_root: Path, scope: Scope) -> None:
     folder.mkdir()
     for i in range(4094):  # 2 entries at the root (a.md, z) + 4,094 = 4,096
         (folder / f"f{i}.txt").write_bytes(b"")
-    with Store(memory_root) as store:
+    with Store(memory_root, clock=stopped) as store:
         assert store.search(scope, "t")["incomplete"] is False
         (folder / "one-more.txt").write_bytes(b"")
         assert store.search(scope, "t")["incomplete"] is True
