@@ -12,6 +12,19 @@ import pytest
 from amux.memory import GLOBAL, Scope, Store
 from tests.hubproc import HubProcess
 
+END_TO_END = ("tests/e2e/", "tests/isolation/", "tests/eval/test_live.py",
+              "tests/test_readme.py")
+"""Where the real agent CLIs, real Unix users or the README's every line run: marked
+`e2e`, so `pytest -m "not e2e"` is the quick local loop (CI runs everything)."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        where = Path(str(item.path)).relative_to(root).as_posix()
+        if where.startswith(END_TO_END):
+            item.add_marker(pytest.mark.e2e)
+
 
 @pytest.fixture(autouse=True)
 def isolated_home(
