@@ -54,13 +54,19 @@ def render(value: Any) -> None:
         if value["truncated"]:
             console.print("more documents exist: narrow the prefix or raise --limit", style="dim")
     elif isinstance(value, dict) and "sessions" in value:
-        table = Table(Column("id", no_wrap=True),  # an id cut short cannot be resumed
-                      Column("agent", no_wrap=True), Column("started", no_wrap=True),
-                      Column("cwd", overflow="fold"), Column("memory binding", overflow="fold"),
-                      Column("resumable", no_wrap=True),
+        sessions = value["sessions"]
+
+        def whole(name: str, key: str) -> Column:  # an id cut short cannot be resumed
+            widest = max([len(name), *(len(str(session[key])) for session in sessions)])
+            return Column(name, no_wrap=True, min_width=widest)
+
+        table = Table(whole("id", "id"), Column("agent", overflow="fold"),
+                      whole("started", "started"), Column("cwd", overflow="fold"),
+                      Column("memory binding", overflow="fold"), whole("resumable", "resumable"),
                       box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for session in value["sessions"]:
-            table.add_row(session["id"], session["agent"], session["started"], session["cwd"],
+            table.add_row(session["id"], session["agent"].rpartition("/")[2],  # whole: `show`
+                          session["started"], session["cwd"],
                           _short_binding(session["binding"]),
                           "yes" if session["resumable"] else "no")
         console.print(table if value["sessions"] else "No sessions yet: `amux run AGENT` "

@@ -53,6 +53,24 @@ def test_sessions_pretty_is_a_table_before_or_after_the_command(tmp_path: Path) 
             [without, "claude", "2027-01-15T08:01:00Z", "/work/repo", "none", "no"]]
 
 
+def test_sessions_pretty_never_cuts_an_id_or_a_date(tmp_path: Path) -> None:
+    """At 80 columns the ids were cut (`20261202-065136…`), so none could be copied to
+    resume; a long cwd and agent path fold instead."""
+    home = tmp_path / "amux"
+    session = state.SessionState(
+        id=state.new_session_id(1_800_000_000.0),
+        agent="/work/main/fixtures/npm/node_modules/.bin/claude", adapter="claude",
+        adapter_version="1.0.0", channel="mcp", binding=BINDING, principal="owner",
+        protocol_version="1", protocol="p", instructions="i", suppression={},
+        agent_session=None, created_at=1_800_000_000.0,
+        cwd="/home/someone/projects/a-long-project-name/with/a/deep/folder")
+    state.save(home, session)
+    done = console(home, "sessions", "list", "--pretty", env={"COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    assert session.id in done.stdout and "2027-01-15T08:00:00Z" in done.stdout
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80
+
+
 def test_sessions_pretty_without_sessions_says_how_to_start_one(tmp_path: Path) -> None:
     done = console(tmp_path / "amux", "sessions", "list", "--pretty")
     assert done.returncode == 0 and "`amux run AGENT` starts one" in done.stdout
