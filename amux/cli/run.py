@@ -29,7 +29,7 @@ _EPILOG = (
 
 def _parser() -> argparse.ArgumentParser:
     parser = strict_parser(prog="amux run", description=_DESCRIPTION, epilog=_EPILOG,
-                           usage="amux run [--dry-run] [--resume ID] [--as-user USER "
+                           usage="amux run [--dry-run] [--resume ID|last] [--as-user USER "
                            "[--pass-env NAME]...] [--endpoint URL --model NAME "
                            "[--endpoint-api KIND] [--endpoint-key-env VAR]] [AGENT] "
                            "[-- ARGS...]")
@@ -37,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="print the launch plan as JSON and start nothing")
     parser.add_argument("--resume", metavar="ID", help="resume an amux session (its frozen "
                         "binding, protocol and suppression are reused byte for byte); `last`: "
-                        "the newest session started in this directory")
+                        "the newest session started in this directory that can be resumed, "
+                        "of AGENT when one is named (`amux run --resume last codex`)")
     parser.add_argument("--as-user", metavar="USER",
                         help="run the agent as another Unix user (an isolated run; needs "
                         "root and a Hub with listeners.shared_socket): its own UID, groups "
@@ -144,9 +145,13 @@ def run_main(argv: list[str]) -> int:
         args = quick_parse(ours) or _parser().parse_args(ours)
         if args.pass_env and not args.as_user:
             raise ClientError("invalid_argument", "--pass-env only applies with --as-user")
-        if (args.resume is None) == (args.agent is None):
+        if args.resume is None and args.agent is None:
             raise ClientError("invalid_argument",
                               "name an AGENT for a new session, or --resume ID")
+        if args.resume not in (None, "last") and args.agent is not None:
+            raise ClientError("invalid_argument", f"--resume {args.resume} resumes that "
+                              "session's own agent: leave AGENT out (an AGENT goes with "
+                              "--resume last: the newest session of that agent here)")
         from amux.launcher.run import RunRequest, launch
 
         return launch(amux_home(), RunRequest(args.agent, agent_args, args.resume,

@@ -233,12 +233,14 @@ def _discover(home: Path, request: RunRequest, adapter: Adapter,
 
 
 LAST = "last"
-"""`amux run --resume last`: the newest session started in this directory."""
+"""`amux run --resume last [AGENT]`: the newest session started in this directory (of
+that agent) that can be resumed."""
 
 
 def _resumed(home: Path, request: RunRequest) -> tuple[state.SessionState, Adapter]:
     assert request.resume is not None
-    frozen = _last(home) if request.resume == LAST else state.load(home, request.resume)
+    frozen = (_last(home, request.agent) if request.resume == LAST
+              else state.load(home, request.resume))
     if not frozen.resumable:
         raise ClientError("invalid_argument", f"session {frozen.id} cannot be resumed: "
                           f"it was {frozen.not_resumable_reason}; start a new session "
@@ -270,14 +272,28 @@ def _frozen_endpoint(session: state.SessionState) -> EndpointRequest | None:
                            frozen.get("key_env"))
 
 
-def _last(home: Path) -> state.SessionState:
+def _last(home: Path, agent: str | None) -> state.SessionState:
+    """The session `--resume last` means, named on stderr (the user did not name it)."""
     here = os.getcwd()
-    started = [session for session in state.listing(home, _warn) if session.cwd == here]
+    started = [session for session in state.listing(home, _warn) if session.cwd == here
+               and (agent is None or agent in (session.adapter, os.path.basename(session.agent)))]
+    of = "" if agent is None else f" of {agent}"
     if not started:
-        raise ClientError("invalid_argument", f"no amux session was started in {here}; "
+        raise ClientError("invalid_argument", f"no amux session{of} was started in {here}; "
                           "`amux sessions list` shows them all, and `amux run --resume ID` "
                           "resumes one")
-    return started[-1]  # `listing` is in start-time order
+    resumable = [session for session in started if _resumable(session)]
+    picked = (resumable or started)[-1]  # `listing` is in start-time order
+    print(f"amux run: resuming session {picked.id} ({os.path.basename(picked.agent)}, started "
+          f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(picked.created_at))}), the newest "
+          f"resumable one{of} started here", file=sys.stderr, flush=True)
+    return picked
+
+
+def _resumable(session: state.SessionState) -> bool:
+    adapter = ADAPTERS.get(session.adapter)
+    return session.resumable and not (session.agent_session is None and adapter is not None
+                                      and adapter.tracks_sessions)
 
 
 def prepare(home: Path, request: RunRequest, client: Path) -> Launch:

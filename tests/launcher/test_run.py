@@ -460,8 +460,34 @@ def test_resume_last_is_the_newest_session_started_in_this_directory(
                       key=lambda st: st["created_at"])["id"]
     resumed = launcher.run("--resume", "last", "--", "-p", "two", cwd=here)
     assert resumed.returncode == 0, resumed.stderr
+    assert resumed.stderr.splitlines()[0].startswith(
+        f"amux run: resuming session {newest_here} (claude, started ")  # it names its pick
     assert resumed.stderr.splitlines()[-1].endswith(f"amux run --resume {newest_here}")
     assert launcher.records()[-1]["argv"][:2] == ["--resume", launcher.records()[1]["argv"][1]]
+
+
+def test_resume_last_of_an_agent_is_its_newest_resumable_session_here(
+        hub: HubProcess, launcher: Launcher, tmp_path: Path) -> None:
+    """`amux run --resume last codex`; a newer session of another agent, or one that
+    cannot be resumed (Pi's `--no-session`), is passed over."""
+    enable(hub)
+    assert launcher.run("claude", "--", "-p", "one", cwd=tmp_path).returncode == 0
+    [claude] = [path.name for path in launcher.sessions()]
+    assert launcher.run("pi", "--", "-p", "two", cwd=tmp_path).returncode == 0
+    assert launcher.run("pi", "--", "--no-session", "-p", "x", cwd=tmp_path).returncode == 0
+    [pi] = [state["id"] for state in (json.loads((path / "state.json").read_text())
+                                      for path in launcher.sessions())
+            if state["adapter"] == "pi" and state["resumable"]]
+    for agent, expected in (("claude", claude), ("pi", pi)):
+        done = launcher.run("--dry-run", "--resume", "last", agent, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stdout)["session"] == expected
+        assert f"resuming session {expected} ({agent}," in done.stderr
+    none = launcher.run("--resume", "last", "codex", cwd=tmp_path)
+    assert none.returncode == 2 and f"no amux session of codex was started in {tmp_path}" \
+        in none.stderr
+    named = launcher.run("--resume", claude, "pi", cwd=tmp_path)
+    assert named.returncode == 2 and "leave AGENT out" in named.stderr
 
 
 def test_resume_last_skips_and_names_a_session_it_cannot_read(
@@ -476,9 +502,11 @@ def test_resume_last_skips_and_names_a_session_it_cannot_read(
     resumed = launcher.run("--dry-run", "--resume", "last", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     assert json.loads(resumed.stdout)["session"] == good.name
-    assert resumed.stderr.splitlines() == [
+    assert resumed.stderr.splitlines()[0] == (
         f"amux run: warning: skipped session {bad.name}: {bad}/state.json is not a session state "
-        f"amux can read (not a JSON object); remove that session: rm -r {bad}"]
+        f"amux can read (not a JSON object); remove that session: rm -r {bad}")
+    assert resumed.stderr.splitlines()[1].startswith(f"amux run: resuming session {good.name}")
+    assert len(resumed.stderr.splitlines()) == 2
 
 
 @pytest.mark.parametrize("agent", ["gemini", "opencode"])
