@@ -133,7 +133,8 @@ def _top_level() -> Rows:
 
 def _group(prog: str, about: str, rows: Rows, argv: list[str]) -> int:
     """A command group without argparse: its help (nothing, -h, --help), else a usage
-    error naming the closest command (exit 2), followed by the command list."""
+    error naming the closest command (exit 2); the command list follows only when no
+    command is close (a typo needs one line, not the whole help)."""
     text = _help(prog, about, rows)
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(text)
@@ -147,9 +148,10 @@ def _group(prog: str, about: str, rows: Rows, argv: list[str]) -> int:
     names = list(dict.fromkeys(name.split()[0] for name, _text in rows))
     close = difflib.get_close_matches(word, names, n=1)
     kind = "option" if word.startswith("-") else "command"
-    hint = f"; did you mean `{prog} {close[0]}`?" if close else ""
+    hint = f"; did you mean `{prog} {close[0]}`?" if close else f"; `{prog} --help` lists them"
     code = report(prog, UsageError(prog, f"unknown {kind} {word!r}{hint}"))
-    sys.stderr.write("\n" + text)
+    if not close:
+        sys.stderr.write("\n" + text)
     return code
 
 

@@ -193,6 +193,26 @@ def strict_parser(**kwargs: Any) -> argparse.ArgumentParser:
 
     class StrictParser(argparse.ArgumentParser):
         def error(self, message: str) -> NoReturn:
-            raise UsageError(self.prog, message)
+            raise UsageError(self.prog, _suggested(self.prog, message))
 
     return StrictParser(**kwargs)
+
+
+def _suggested(prog: str, message: str) -> str:
+    """argparse's "invalid choice" with the closest choice named (`amux memory serch`:
+    did you mean `amux memory search`?)."""
+    import difflib
+    import re
+
+    found = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)",
+                         message, re.S)
+    if found is None:
+        return message
+    argument, word, listed = found.groups()
+    choices = re.findall(r"'([^']*)'", listed)
+    close = difflib.get_close_matches(word, choices, n=1)
+    if not close:
+        return message
+    if argument.startswith("-"):
+        return f"{message}; did you mean {argument} {close[0]}?"
+    return f"unknown command {word!r}; did you mean `{prog} {close[0]}`?"

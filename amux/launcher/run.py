@@ -161,6 +161,13 @@ def _warn(message: str) -> None:
 def _executable(agent: str) -> str:
     found = shutil.which(agent)
     if found is None:
+        import difflib
+
+        close = difflib.get_close_matches(agent, [name for name in ADAPTERS
+                                                  if shutil.which(name)], n=1)
+        if close:  # a typo of an agent that is there
+            raise ClientError("invalid_argument", f"agent {agent!r} not found; did you mean "
+                              f"`amux run {close[0]}`?")
         raise ClientError("invalid_argument", f"agent {agent!r} not found (not on PATH and "
                           "not an executable path); install it (e.g. `npm ci --prefix "
                           "fixtures/npm` in an amux checkout) or give its path")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -45,20 +46,37 @@ def test_the_top_level_help_lists_every_command(tmp_path: Path) -> None:
         assert "doctor check the set-up: Hub, connection, agents, memory health" in words
 
 
-def test_a_typo_lists_the_commands_and_suggests_the_closest(tmp_path: Path) -> None:
+def test_a_typo_suggests_the_closest_in_one_line(tmp_path: Path) -> None:
+    """A typo gets one line naming the closest command (it was followed by 40 lines of
+    help); only a word close to nothing gets the command list."""
     done = console(tmp_path, "memroy", "search", "x")
     assert done.returncode == 2
     assert json.loads(done.stdout)["error"]["code"] == "invalid_argument"
-    first, *rest = done.stderr.splitlines()
-    assert first == ("amux: invalid_argument: unknown command 'memroy'; "
-                     "did you mean `amux memory`?")
-    assert "commands:" in rest and any("memory search" in line for line in rest)
+    assert done.stderr.splitlines() == [
+        "amux: invalid_argument: unknown command 'memroy'; did you mean `amux memory`?"]
     done = console(tmp_path, "system", "confg", "get", "memory.enabled")
     assert done.returncode == 2 and "did you mean `amux system config`?" in done.stderr
+    done = console(tmp_path, "memory", "serch", "x")
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        "amux memory: invalid_argument: unknown command 'serch'; did you mean "
+        "`amux memory search`?"]
     done = console(tmp_path, "--bogus")
     assert done.returncode == 2 and "unknown option '--bogus'" in done.stderr
     assert "did you mean" not in done.stderr
+    assert "commands:" in done.stderr.splitlines()
     assert not (tmp_path / "amux").exists()
+
+
+def test_a_typo_of_an_agent_names_the_agent_meant(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "claude").write_text("#!/bin/sh\nexit 0\n")
+    (bin_dir / "claude").chmod(0o755)
+    done = console(tmp_path / "amux", "run", "claud", env={
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"})
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "amux run: invalid_argument: agent 'claud' not found; did you mean `amux run claude`?"]
 
 
 def test_usage_errors_name_the_command_once(tmp_path: Path) -> None:
