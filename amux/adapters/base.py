@@ -317,6 +317,14 @@ class Adapter(Protocol):
         """The version in the answer to `version_args`, None if there is none."""
         ...
 
+    def quick_exit_cause(self, argv: tuple[str, ...], cwd: str, env: Mapping[str, str],
+                         terminal: bool) -> str | None:
+        """Why a launch with this argv (the plan's, after the executable) failed within
+        seconds, when the launch itself tells (an interactive start with no terminal,
+        Codex outside a trusted folder), with the fix; None when it cannot tell, and then
+        amux names no cause. `terminal`: whether stdin was one."""
+        ...
+
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         """The instructions the agent would add from the user's own set-up (its config
         layers, instruction files), in the agent's order; amux merges its protocol after
@@ -361,6 +369,21 @@ def no_session_files(adapter: object, env: Mapping[str, str],
     """`session_files` of an adapter whose session reference is chosen up front, or that
     has none (`session_files = no_session_files`)."""
     return None
+
+
+def no_quick_exit_cause(adapter: object, argv: tuple[str, ...], cwd: str,
+                        env: Mapping[str, str], terminal: bool) -> str | None:
+    """`quick_exit_cause` of an adapter that cannot tell one."""
+    return None
+
+
+def no_terminal(agent: str, interactive: bool, terminal: bool, example: str) -> str | None:
+    """The cause when an agent's interactive UI was started with no terminal to show on
+    (the README's launch from a script): `example` gives it a prompt instead."""
+    if not interactive or terminal:
+        return None
+    return (f"{agent} starts its interactive UI, and stdin is not a terminal here; run it in "
+            f"a terminal, or give it a prompt: {example}")
 
 
 def first_line_version(adapter: object, status: int, stdout: str, stderr: str) -> str | None:

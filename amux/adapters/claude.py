@@ -46,6 +46,7 @@ from amux.adapters.base import (
     ignored_on_resume,
     merge_instructions,
     no_session_files,
+    no_terminal,
     no_user_settings,
     refuse,
     take_option,
@@ -93,6 +94,11 @@ class ClaudeAdapter:
     package: str | None = "@anthropic-ai/claude-code"
     quick_exit_hint = ("log in (`claude`, then /login), or set ANTHROPIC_API_KEY, or point it "
                        "at a model server: `amux run --endpoint URL --model NAME claude`")
+
+    def quick_exit_cause(self, argv: tuple[str, ...], cwd: str, env: Mapping[str, str],
+                         terminal: bool) -> str | None:
+        return no_terminal("Claude Code", not {"-p", "--print"} & set(argv), terminal,
+                           '`amux run claude -- -p "…"`')
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # Claude reads its CLAUDE.md files itself; `plan` merges the flags

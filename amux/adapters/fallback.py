@@ -17,6 +17,7 @@ from amux.adapters.base import (
     LaunchPlan,
     Probe,
     Requirement,
+    no_quick_exit_cause,
     no_session_files,
     no_user_settings,
 )
@@ -43,6 +44,7 @@ class FallbackAdapter:
 
     session_files = no_session_files
     user_settings = no_user_settings
+    quick_exit_cause = no_quick_exit_cause
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None

@@ -56,6 +56,7 @@ from amux.adapters.base import (
     endpoint_api,
     first_line_version,
     merge_instructions,
+    no_quick_exit_cause,
     no_session_files,
     refuse,
     with_endpoint,
@@ -213,6 +214,7 @@ class GeminiAdapter:
         return {"GEMINI_CLI_HOME": None, TRUSTED: None, "GEMINI_CLI_SYSTEM_SETTINGS_PATH": None}
 
     session_files = no_session_files
+    quick_exit_cause = no_quick_exit_cause
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         import uuid  # only for Gemini launches

@@ -55,6 +55,7 @@ from amux.adapters.base import (
     SessionFiles,
     endpoint_api,
     first_line_version,
+    no_quick_exit_cause,
     refuse,
 )
 
@@ -208,6 +209,8 @@ class OpenCodeAdapter:
     quick_exit_hint = ("log in to a provider (`opencode providers login`; `opencode providers "
                        "list` shows them) and choose a model (`-m provider/model`), or point it "
                        "at a model server: `amux run --endpoint URL --model NAME opencode`")
+
+    quick_exit_cause = no_quick_exit_cause
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # OpenCode reads AGENTS.md and every layer's `instructions` itself

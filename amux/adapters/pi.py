@@ -48,6 +48,7 @@ from amux.adapters.base import (
     ignored_on_resume,
     merge_instructions,
     no_session_files,
+    no_terminal,
     no_user_settings,
     refuse,
     with_endpoint,
@@ -188,6 +189,11 @@ class PiAdapter:
             texts = [] if found is None else [found]
         joined = "\n\n".join(texts)
         return (joined,) if joined else ()
+
+    def quick_exit_cause(self, argv: tuple[str, ...], cwd: str, env: Mapping[str, str],
+                         terminal: bool) -> str | None:
+        return no_terminal("Pi", not {"-p", "--print", "--mode"} & set(argv), terminal,
+                           '`amux run pi -- -p "…"`')
 
     def isolated_env(self, home: str) -> Mapping[str, str | None]:
         return {"PI_CODING_AGENT_DIR": os.path.join(home, ".pi", "agent")}

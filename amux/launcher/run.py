@@ -483,7 +483,10 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
             except OSError as exc:
                 _warn(f"the agent's mirrors were not restored: {exc}; the next launch "
                       "restores them")
-        print(closing_line(session, status, launch.adapter, time.monotonic() - started),
+        seconds = time.monotonic() - started
+        cause = (_quick_exit_cause(launch, env) if status != 0 and seconds < QUICK_EXIT_SECONDS
+                 else None)
+        print(closing_line(session, status, launch.adapter, seconds, cause),
               file=sys.stderr, flush=True)
         return status
     finally:
@@ -537,10 +540,11 @@ QUICK_EXIT_SECONDS = 5.0
 
 
 def closing_line(session: state.SessionState, status: int, adapter: Adapter,
-                 seconds: float) -> str:
+                 seconds: float, cause: str | None = None) -> str:
     """What amux says when the agent ended: the amux session and how to resume it (the
-    agent's own resume hint, `claude --resume <uuid>`, would bypass the frozen state);
-    after a quick failure, also what usually causes one for that agent and its fix."""
+    agent's own resume hint, `claude --resume <uuid>`, would bypass the frozen state).
+    After a quick failure, also its `cause` when the launch told one; else no cause is
+    claimed, only what to do if the agent's own message says it could not reach its model."""
     ended = f"amux run: session {session.id} ended (exit {status} after {seconds:.1f} s)"
     if not session.resumable:
         line = f"{ended}; it cannot be resumed: {session.not_resumable_reason}"
@@ -550,14 +554,31 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter,
         line = f"{ended}; resume it with: amux run --resume {session.id}"
     if status == 0 or seconds >= QUICK_EXIT_SECONDS:
         return line
+    failed = (f"amux run: {os.path.basename(session.agent)} failed within "
+              f"{QUICK_EXIT_SECONDS:.0f} s")
+    if cause:
+        return f"{line}\n{failed}: {cause}"
     if session.endpoint is not None:
-        cause = (f"check that {session.endpoint['url']} is up and serves the model "
-                 f"{session.endpoint['model']!r}")
+        fix = (f"check that {session.endpoint['url']} serves the model "
+               f"{session.endpoint['model']!r}")
     else:
-        cause = adapter.quick_exit_hint or "check its own set-up: login, API key, model endpoint"
-    return (f"{line}\namux run: {os.path.basename(session.agent)} failed within "
-            f"{QUICK_EXIT_SECONDS:.0f} s; see its own message above. If it could not reach "
-            f"its model: {cause}")
+        fix = adapter.quick_exit_hint or "check its own set-up: login, API key, model endpoint"
+    return f"{line}\n{failed}; see its own message above. If it could not reach its model: {fix}"
+
+
+def _quick_exit_cause(launch: Launch, env: Mapping[str, str]) -> str | None:
+    """The cause of a failure within seconds that amux can tell: the endpoint of the
+    session no longer answers, or what the adapter reads from the launch."""
+    endpoint = launch.session.endpoint
+    if endpoint is not None:
+        from amux.launcher.endpoints import unreachable
+
+        problem = unreachable(str(endpoint["url"]))
+        if problem:
+            return (f"its endpoint stopped answering: {problem}; start the model server "
+                    f"there, then resume: amux run --resume {launch.session.id}")
+    return launch.adapter.quick_exit_cause(launch.plan.argv[1:], os.getcwd(), env,
+                                           os.isatty(0))
 
 
 def _learn_session(home: Path, session: state.SessionState, watch: session_watch.SessionWatch,

@@ -405,7 +405,9 @@ def test_a_quick_failure_says_the_exit_status_the_likely_cause_and_the_fix(
     the closing line says its status and, after the resume command, what to do for that
     agent, without claiming to know the cause."""
     enable(hub)
-    done = launcher.run(agent, "--", "-p", "one", env={"FAKE_AGENT_EXIT": "3"})
+    headless = (("exec", "--skip-git-repo-check", "one") if agent == "codex"
+                else ("-p", "one"))
+    done = launcher.run(agent, "--", *headless, env={"FAKE_AGENT_EXIT": "3"})
     assert done.returncode == 3
     ended, hint = done.stderr.splitlines()[-2:]
     assert re.match(r"amux run: session \S+ ended \(exit 3 after \d+\.\d s\)", ended)
@@ -605,3 +607,66 @@ def test_an_endpoint_where_nothing_answers_is_refused_before_the_agent_starts(
     assert done.stderr.startswith(f"amux run: invalid_argument: session {session}'s "
                                   f"--endpoint {url}: nothing answers")
     assert done.stderr.rstrip().endswith("then resume again")
+
+
+@pytest.mark.parametrize(("agent", "args", "cause"), [
+    ("claude", (), "Claude Code starts its interactive UI, and stdin is not a terminal here; "
+     'run it in a terminal, or give it a prompt: `amux run claude -- -p "…"`'),
+    ("codex", (), "Codex starts its interactive UI, and stdin is not a terminal here; run it "
+     'in a terminal, or give it a prompt: `amux run codex -- exec "…"`'),
+    ("pi", (), "Pi starts its interactive UI"),
+    ("codex", ("exec", "hi"), "Codex runs `exec` only in a git repository or a folder "
+     "trusted in its config, and {cwd} is neither; run it in a repository, trust the folder"),
+])
+def test_a_quick_failure_with_a_cause_the_launch_tells_names_that_cause(
+        hub: HubProcess, launcher: Launcher, tmp_path: Path, agent: str,
+        args: tuple[str, ...], cause: str) -> None:
+    """The README's main command run from a script failed on Claude's "Input must be
+    provided" and amux blamed the login; Codex's `exec` outside a repository failed on
+    its trust check and amux blamed the model server. Now each names its own cause."""
+    enable(hub)
+    cwd = tmp_path / "not-a-repository"
+    cwd.mkdir()
+    done = launcher.run(agent, "--", *args, env={"FAKE_AGENT_EXIT": "1"}, cwd=cwd)
+    assert done.returncode == 1
+    hint = done.stderr.splitlines()[-1]
+    assert hint.startswith(f"amux run: {agent} failed within 5 s: "
+                           f"{cause.format(cwd=cwd)}"), hint
+    if args:  # in a repository, or with the folder trusted, it is not the cause
+        subprocess.run(["git", "init", "-q", str(cwd)], check=True)
+        again = launcher.run(agent, "--", *args, env={"FAKE_AGENT_EXIT": "1"}, cwd=cwd)
+        assert "see its own message above" in again.stderr.splitlines()[-1]
+
+
+@pytest.mark.timeout(90)
+def test_an_endpoint_that_stopped_answering_is_the_cause_said(
+        hub: HubProcess, launcher: Launcher) -> None:
+    """The server answered the check before the launch and is gone when the agent fails."""
+    import http.server
+    import threading
+
+    enable(hub)
+
+    class Once(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(404)
+            self.end_headers()
+            threading.Thread(target=server.shutdown).start()
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Once)
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    thread = threading.Thread(target=server.serve_forever)
+    thread.start()
+    try:
+        done = launcher.run("--endpoint", url, "--model", "m", "claude", "--", "-p", "hi",
+                            env={"FAKE_AGENT_EXIT": "1"})
+    finally:
+        thread.join(30)
+        server.server_close()
+    assert done.returncode == 1
+    [session] = [path.name for path in launcher.sessions()]
+    assert done.stderr.splitlines()[-1].startswith(
+        "amux run: claude failed within 5 s: its endpoint stopped answering: nothing answers "
+        f"at {url.removesuffix('/v1')} (")
+    assert done.stderr.splitlines()[-1].endswith(
+        f"; start the model server there, then resume: amux run --resume {session}")
