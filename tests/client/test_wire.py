@@ -39,3 +39,19 @@ def test_client_imports_only_the_standard_library() -> None:
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(ROOT)],
                           capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_documented_error_table_is_the_one_in_the_code() -> None:
+    """docs/wire.md is what integrators read: every code with its HTTP status and exit
+    status, exactly as `ERROR_TABLE` answers."""
+    import re
+    from pathlib import Path
+
+    from amux.client.wire import ERROR_TABLE
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "wire.md").read_text()
+    table = text.split("<!-- error-table -->", 1)[1].split("\n\n", 1)[0]
+    documented = {code: (None if http == "—" else int(http), int(exit_))
+                  for code, http, exit_ in re.findall(
+                      r"^\| `(\w+)` \| (\d+|—) \| (\d+) \|", table, re.M)}
+    assert documented == ERROR_TABLE
