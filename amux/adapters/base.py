@@ -352,6 +352,14 @@ class Adapter(Protocol):
         amux session's own directory."""
         ...
 
+    def kept_session(self, ref: str, env: Mapping[str, str]) -> tuple[str, str] | None:
+        """Where the agent keeps the session `ref` that amux chose up front, once it has
+        started it: a directory and a file-name pattern (fnmatch) to find below it, given
+        the agent's environment. A new session with no such file after its run failed
+        before the agent kept anything, and is not offered for resume. None: nothing to
+        look for (a session the agent names is learned from its own files)."""
+        ...
+
     def session_files(self, env: Mapping[str, str], state_dir: str) -> SessionFiles | None:
         """For an agent that names its own sessions (no `new_session_ref`): where they are
         written, given the agent's environment and the amux session's own directory, so
@@ -368,6 +376,12 @@ def no_session_files(adapter: object, env: Mapping[str, str],
                      state_dir: str) -> SessionFiles | None:
     """`session_files` of an adapter whose session reference is chosen up front, or that
     has none (`session_files = no_session_files`)."""
+    return None
+
+
+def no_kept_session(adapter: object, ref: str, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """`kept_session` of an adapter whose session reference is learned after the run, or
+    that has none."""
     return None
 
 

@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping
 
 from amux.adapters.base import (
@@ -108,6 +109,11 @@ class ClaudeAdapter:
 
     session_files = no_session_files
     user_settings = no_user_settings
+
+    def kept_session(self, ref: str, env: Mapping[str, str]) -> tuple[str, str] | None:
+        """`<config dir>/projects/<the cwd, slugged>/<id>.jsonl`."""
+        config = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME", "/"), ".claude")
+        return os.path.join(config, "projects"), f"{ref}.jsonl"
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         import uuid  # only for Claude launches

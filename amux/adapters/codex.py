@@ -52,6 +52,7 @@ from amux.adapters.base import (
     first_line_version,
     ignored_on_resume,
     merge_instructions,
+    no_kept_session,
     no_terminal,
     no_user_settings,
     take_option,
@@ -160,6 +161,8 @@ class CodexAdapter:
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None  # Codex names its threads; the launcher learns the id after the run
+
+    kept_session = no_kept_session
 
     def session_files(self, env: Mapping[str, str], state_dir: str) -> SessionFiles | None:
         return SessionFiles(os.path.join(codex_home(env), "sessions"), "rollout-*.jsonl",

@@ -17,6 +17,7 @@ from amux.adapters.base import (
     LaunchPlan,
     Probe,
     Requirement,
+    no_kept_session,
     no_quick_exit_cause,
     no_session_files,
     no_user_settings,
@@ -43,6 +44,7 @@ class FallbackAdapter:
         return ()
 
     session_files = no_session_files
+    kept_session = no_kept_session
     user_settings = no_user_settings
     quick_exit_cause = no_quick_exit_cause
 

@@ -216,6 +216,11 @@ class GeminiAdapter:
     session_files = no_session_files
     quick_exit_cause = no_quick_exit_cause
 
+    def kept_session(self, ref: str, env: Mapping[str, str]) -> tuple[str, str] | None:
+        """`~/.gemini/tmp/<project>/chats/session-<time>-<the id's first 8 hex>.jsonl`
+        (through the launch's mirror, whose `tmp` is the real one)."""
+        return os.path.join(gemini_home(env), ".gemini", "tmp"), f"session-*-{ref[:8]}.jsonl"
+
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         import uuid  # only for Gemini launches
 

@@ -55,6 +55,7 @@ from amux.adapters.base import (
     SessionFiles,
     endpoint_api,
     first_line_version,
+    no_kept_session,
     no_quick_exit_cause,
     refuse,
 )
@@ -228,6 +229,8 @@ class OpenCodeAdapter:
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None  # OpenCode names its sessions; the plugin tells the launcher
+
+    kept_session = no_kept_session
 
     def session_files(self, env: Mapping[str, str], state_dir: str) -> SessionFiles | None:
         return SessionFiles(state_dir, SESSION_FILE, pick_session, held=False)

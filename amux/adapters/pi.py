@@ -204,6 +204,9 @@ class PiAdapter:
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return os.path.join(state_dir, "pi-session.jsonl")
 
+    def kept_session(self, ref: str, env: Mapping[str, str]) -> tuple[str, str] | None:
+        return os.path.dirname(ref), os.path.basename(ref)  # the file amux names
+
     def plan(self, request: AgentRequest) -> LaunchPlan:
         refuse(request.args, ("--session", "--continue", "-c", "--resume", "-r", "--fork",
                               "--session-dir"), "Pi")

@@ -477,6 +477,8 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
             issued = None
             if watch is not None:
                 session = _learn_session(home, session, watch, plan.argv)
+            elif launch.new:
+                session = _kept(home, session, launch.adapter, files, env)
             try:
                 for warning in files.restore_mirrors(plan.mirrors, plan.files):
                     _warn(warning)
@@ -579,6 +581,27 @@ def _quick_exit_cause(launch: Launch, env: Mapping[str, str]) -> str | None:
                     f"there, then resume: amux run --resume {launch.session.id}")
     return launch.adapter.quick_exit_cause(launch.plan.argv[1:], os.getcwd(), env,
                                            os.isatty(0))
+
+
+def _kept(home: Path, session: state.SessionState, adapter: Adapter, files: UserFiles,
+          env: Mapping[str, str]) -> state.SessionState:
+    """A new session whose agent never kept the session amux chose for it up front (it
+    failed before starting one) is saved as not resumable: there is nothing to resume,
+    and offering it would only start the agent on an id it does not know."""
+    where = (adapter.kept_session(session.agent_session, env)
+             if session.resumable and session.agent_session else None)
+    if where is None:
+        return session
+    try:
+        if files.matching(*where):
+            return session
+    except OSError:  # cannot tell: it stays resumable
+        return session
+    gone = session._replace(resumable=False, not_resumable_reason=(
+        f"ended before {os.path.basename(session.agent)} kept a session of its own, so "
+        "there is nothing to resume"))
+    state.save(home, gone)
+    return gone
 
 
 def _learn_session(home: Path, session: state.SessionState, watch: session_watch.SessionWatch,

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from amux.adapters import ADAPTERS
-from tests.agentlog import wait_for_pid
+from tests.agentlog import KEEPS_SESSION, wait_for_pid
 from tests.hubproc import HubProcess
 
 FAKE_AGENT = '''#!{python}
@@ -31,6 +31,7 @@ if sys.argv[1:] == ["--version"]:
     sys.exit(0)
 record = {{"argv": sys.argv[1:], "env": {{k: v for k, v in os.environ.items()
           if k.startswith(("AMUX_", "CLAUDE_")) or k == "PATH"}}}}
+{keeps_session}
 action = os.environ.get("FAKE_AGENT_ACTION", "")
 if action == "upsert":
     done = subprocess.run(["amux", "memory", "upsert", "notes/agent.md",
@@ -72,7 +73,8 @@ class Launcher:
         self.log = tmp_path / "agent.log"
         for name in ("pi", "claude", "codex", "my-agent"):
             script = self.bin / name
-            script.write_text(FAKE_AGENT.format(python=sys.executable))
+            script.write_text(FAKE_AGENT.format(python=sys.executable,
+                                                keeps_session=KEEPS_SESSION))
             script.chmod(0o755)
 
     def run(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
@@ -670,3 +672,26 @@ def test_an_endpoint_that_stopped_answering_is_the_cause_said(
         f"at {url.removesuffix('/v1')} (")
     assert done.stderr.splitlines()[-1].endswith(
         f"; start the model server there, then resume: amux run --resume {session}")
+
+
+@pytest.mark.parametrize("agent", ["claude", "gemini", "pi"])
+def test_a_session_the_agent_never_kept_is_not_offered_for_resume(
+        hub: HubProcess, launcher: Launcher, agent: str) -> None:
+    """Every failed attempt was offered for resume and listed `resumable: yes`, though the
+    agent kept nothing: now only a session whose own file exists is."""
+    enable(hub)
+    if not (launcher.bin / agent).exists():
+        (launcher.bin / agent).write_text((launcher.bin / "pi").read_text())
+        (launcher.bin / agent).chmod(0o755)
+    failed = launcher.run(agent, "--", "-p", "x", env={"FAKE_AGENT_EXIT": "1"})
+    kept = launcher.run(agent, "--", "-p", "x")
+    assert (failed.returncode, kept.returncode) == (1, 0)
+    ended = [line for line in failed.stderr.splitlines() if " ended (exit 1 " in line]
+    assert ended and ended[0].endswith(f"it cannot be resumed: ended before {agent} kept a "
+                                       "session of its own, so there is nothing to resume")
+    listed = {entry["id"]: entry for entry in sessions_cli(hub, "list")["sessions"]}
+    assert sorted(entry["resumable"] for entry in listed.values()) == [False, True]
+    [gone] = [sid for sid, entry in listed.items() if not entry["resumable"]]
+    refused = launcher.run("--resume", gone)
+    assert refused.returncode == 2 and "nothing to resume" in refused.stderr
+    assert "resume it with" in kept.stderr

@@ -27,6 +27,7 @@ from amux.client.transport import HubClient
 from amux.client.wire import ClientError
 from amux.launcher import rundirs, wiring
 from amux.memory.scope import Identity, resolve_scope
+from tests.agentlog import KEEPS_SESSION
 from tests.hub.tlscert import self_signed
 from tests.hubproc import HubProcess
 
@@ -51,6 +52,7 @@ if path and os.path.exists(path):
                 record["calls"][name] = hub.call(route, body)
         except ClientError as error:
             record["calls"][name] = {{"error": error.code}}
+{keeps_session}
 with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
     log.write(json.dumps(record) + "\\n")
 '''
@@ -68,7 +70,7 @@ class Launch:
         self.bin.mkdir(exist_ok=True)
         self.log = self.tmp_path / "agent.log"
         script = self.bin / "pi"
-        script.write_text(AGENT.format(python=sys.executable))
+        script.write_text(AGENT.format(python=sys.executable, keeps_session=KEEPS_SESSION))
         script.chmod(0o755)
 
     def run(self, *args: str, env: dict[str, str]) -> tuple[subprocess.CompletedProcess[str],
