@@ -120,7 +120,8 @@ def _top_level() -> Rows:
         *((f"memory {name}", command.help) for name, command in COMMANDS.items()),
         ("run [OPTIONS] AGENT [-- ARGS...]", "launch a coding agent (claude, codex, pi, gemini, "
          "opencode) with amux memory; --dry-run prints the plan, --resume ID resumes a session"),
-        ("sessions list|show ID", "what each `amux run` session froze"),
+        ("sessions list|show ID|prune", "what each `amux run` session froze; prune old "
+         "ones and ones that cannot be resumed"),
         ("doctor", "check the set-up: Hub, connection, agents, memory health"),
         *((f"protocol {name}", text) for name, text in _PROTOCOL),
         ("hub serve|start|stop|status|reload", "run and control the Hub"),

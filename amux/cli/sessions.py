@@ -1,9 +1,10 @@
-"""`amux sessions`: what each `amux run` session froze (SPEC §6)."""
+"""`amux sessions`: what each `amux run` session froze, and pruning what is not needed."""
 
 from __future__ import annotations
 
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from amux.client.args import global_flag, strict_parser
@@ -23,6 +24,15 @@ def sessions_main(argv: list[str]) -> int:
     show = commands.add_parser("show", help="one session's full start state, protocol and "
                                "merged instructions included")
     show.add_argument("id", help="a session id from `amux sessions list`")
+    prune = commands.add_parser(
+        "prune", help="remove the saved state of sessions started long ago, or that cannot "
+        "be resumed (the agent kept nothing); each option adds the sessions it names")
+    prune.add_argument("--older-than", metavar="DAYS", type=float,
+                       help="sessions started more than DAYS days ago")
+    prune.add_argument("--unresumable", action="store_true",
+                       help="sessions that cannot be resumed")
+    prune.add_argument("--dry-run", action="store_true",
+                       help="list what would be removed, and remove nothing")
     global_flag(parser, commands, "--pretty", "a table for people instead of JSON")
     return run("amux sessions", parser.parse_args, argv, _sessions, render)
 
@@ -35,7 +45,53 @@ def _sessions(args: Any) -> Any:
     if args.action == "list":
         return {"sessions": [_with_started(session_summary(s))
                              for s in state.listing(home, _warn)]}
+    if args.action == "prune":
+        return _prune(home, args.older_than, args.unresumable, args.dry_run)
     return _with_started(state.load(home, args.id)._asdict())
+
+
+def _prune(home: Path, older_than: float | None, unresumable: bool,
+           dry_run: bool) -> dict[str, Any]:
+    """The sessions pruned (or that would be), each with why. A session whose launcher
+    still runs is kept; an isolated session's files in its user's home are that user's,
+    and stay."""
+    import shutil
+
+    from amux.client.wire import ClientError
+    from amux.launcher import state
+
+    if older_than is None and not unresumable:
+        raise ClientError("invalid_argument", "name what to prune: --older-than DAYS, "
+                          "--unresumable, or both")
+    if older_than is not None and older_than < 0:
+        raise ClientError("invalid_argument", "--older-than takes a number of days, 0 or more")
+    now, pruned = time.time(), []
+    for session in state.listing(home, _warn):
+        why = []
+        if older_than is not None and now - session.created_at > older_than * 86400:
+            why.append(f"started more than {older_than:g} days ago")
+        if unresumable and not session.resumable:
+            why.append(f"cannot be resumed: {session.not_resumable_reason or 'it says so'}")
+        if not why or _running(home, session.id):
+            continue
+        if not dry_run:
+            shutil.rmtree(state.session_dir(home, session.id), ignore_errors=True)
+        pruned.append({"id": session.id, "agent": session.agent,
+                       "started": _with_started(session._asdict())["started"],
+                       "why": "; ".join(why)})
+    return {"pruned": pruned, "dry_run": dry_run}
+
+
+def _running(home: Path, session_id: str) -> bool:
+    """Whether the launcher of `session_id` is alive (its run directory says so)."""
+    from amux.hub import pidfile
+    from amux.launcher import rundirs
+
+    for root in (rundirs.plain_root(home), rundirs.runs_root()):
+        launcher = pidfile.read(root / session_id / "launcher.pid")
+        if launcher is not None and pidfile.alive(launcher):
+            return True
+    return False
 
 
 def _warn(message: str) -> None:

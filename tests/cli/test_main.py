@@ -37,7 +37,7 @@ def test_the_top_level_help_lists_every_command(tmp_path: Path) -> None:
                   if line.startswith("  ") and line.strip()]
         for name in COMMANDS:
             assert f"memory {name}" in listed
-        for command in ("doctor", "sessions list|show ID", "protocol show [--mcp|--cli]",
+        for command in ("doctor", "sessions list|show ID|prune", "protocol show [--mcp|--cli]",
                         "system config get|set", "system secrets allow|remove|list",
                         "hub serve|start|stop|status|reload", "eval live"):
             assert command in listed, command

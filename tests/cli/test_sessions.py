@@ -133,3 +133,26 @@ def test_sessions_list_skips_and_names_a_session_it_cannot_read(tmp_path: Path) 
     assert done.stderr.splitlines() == [
         f"amux sessions: warning: skipped session {bad}: {path} is not a session state amux "
         f"can read (not a JSON object); remove that session: rm -r {path.parent}"]
+
+
+def test_prune_removes_old_and_unresumable_sessions_and_says_why(tmp_path: Path) -> None:
+    import time
+
+    home = tmp_path / "amux"
+    now = time.time()
+    old = saved(home, now - 40 * 86400, BINDING, True)
+    failed = saved(home, now - 60, BINDING, False)
+    fresh = saved(home, now - 30, BINDING, True)
+    refused = console(home, "sessions", "prune")
+    assert refused.returncode == 2 and "--older-than DAYS, --unresumable" in refused.stderr
+    dry = console(home, "sessions", "prune", "--older-than", "30", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    answer = json.loads(dry.stdout)
+    assert [entry["id"] for entry in answer["pruned"]] == [old] and answer["dry_run"] is True
+    assert answer["pruned"][0]["why"] == "started more than 30 days ago"
+    assert (home / "sessions" / old).is_dir()
+    done = console(home, "sessions", "prune", "--older-than", "30", "--unresumable")
+    assert done.returncode == 0, done.stderr
+    assert {entry["id"] for entry in json.loads(done.stdout)["pruned"]} == {old, failed}
+    listed = json.loads(console(home, "sessions", "list").stdout)["sessions"]
+    assert [entry["id"] for entry in listed] == [fresh]
