@@ -96,9 +96,18 @@ def _print(result: Mapping[str, Any]) -> None:
             text.append("\n    fix: ", style="dim").append(finding.fix, style="bold")
         console.print(text)
     problems = sum(f.severity == "problem" for f in findings)
-    console.print(Text("All well." if not problems else
-                       f"{problems} problem{'s' if problems != 1 else ''} need attention.",
-                       style="green" if not problems else "red"))
+    notes = len(findings) - problems
+    if problems:
+        said = f"{_count(problems, 'problem')} need{'s' if problems == 1 else ''} attention."
+    elif notes:
+        said = f"No problems; {_count(notes, 'note')} above, worth a look."
+    else:
+        said = "All well."
+    console.print(Text(said, style="red" if problems else "green"))
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}{'' if number == 1 else 's'}"
 
 
 def _lines(result: Mapping[str, Any]) -> list[tuple[str, str]]:

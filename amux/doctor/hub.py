@@ -116,7 +116,8 @@ def _memory_findings(memory: Mapping[str, Any]) -> list[Finding]:
     """Errors in the scope's files are a problem; warnings and notes only a note."""
     if not memory["findings"] and not memory["incomplete"]:
         return []
-    counts = ", ".join(f"{count} {severity}" for severity, count in memory["by_severity"].items())
+    counts = ", ".join(f"{count} {severity}{'' if count == 1 else 's'}"
+                       for severity, count in memory["by_severity"].items())
     message = f"scope {memory['scope']}: {memory['findings']} findings ({counts})"
     if memory["incomplete"]:
         message += "; it is far over its limits, so only part of it was checked"

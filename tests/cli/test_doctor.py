@@ -51,8 +51,23 @@ def test_all_well_with_a_hub_memory_on_and_the_pinned_agents(memory_hub: HubProc
         assert all(r["present"] is True for r in agent["requirements"])
     assert all(f["severity"] == "note" for f in result["findings"])
     status, out = doctor(memory_hub.home)
-    assert status == 0 and "All well." in out
+    assert status == 0
+    assert ("All well." if not result["findings"] else "No problems;") in out
     assert all(name in out for name in ("Hub", "Caller", "Memory", *AGENTS))
+
+
+def test_notes_are_not_called_all_well(memory_hub: HubProcess) -> None:
+    """It said "4 findings (4 warning)" and then "All well."."""
+    from tests.hubproc import amux
+
+    for name in ("a", "b"):
+        amux(memory_hub.home, "memory", "upsert", f"notes/{name}.md", "--expected-revision",
+             "absent", stdin=f"# {name}\nno description\n")
+    status, out = doctor(memory_hub.home)
+    assert status == 0, out
+    assert "All well." not in out
+    assert "scope global: 3 findings (2 warnings, 1 note)" in out
+    assert out.rstrip().splitlines()[-1] == "No problems; 1 note above, worth a look."
 
 
 def test_without_a_hub_it_names_the_command_that_starts_one(tmp_path: Path) -> None:
