@@ -46,8 +46,9 @@ def _parser() -> argparse.ArgumentParser:
                                help="the live evaluation against a model endpoint")
     live.add_argument("--agent", required=True, choices=tuple(AGENTS),
                       help="the agent CLI to evaluate: " + ", ".join(AGENTS))
-    live.add_argument("--base-url", required=True, metavar="URL",
-                      help="the model endpoint, as the agent's own configuration takes it")
+    live.add_argument("--endpoint", "--base-url", required=True, metavar="URL",
+                      dest="base_url", help="the model endpoint, as `amux run --endpoint` "
+                      "takes it (--base-url: the same)")
     live.add_argument("--model", required=True, metavar="NAME",
                       help="the model name the endpoint serves")
     live.add_argument("--samples", type=_positive, default=DEFAULT_SAMPLES, metavar="N",
@@ -58,9 +59,10 @@ def _parser() -> argparse.ArgumentParser:
     live.add_argument("--agent-bin", metavar="PATH",
                       help="the agent's executable (default: on PATH, else "
                       "fixtures/npm/node_modules/.bin in an amux checkout)")
-    live.add_argument("--api-key-env", metavar="NAME",
-                      help=f"the variable holding the endpoint's key (default "
-                      f"{_default_keys(AGENTS)}; none needed for a local endpoint)")
+    live.add_argument("--endpoint-key-env", "--api-key-env", metavar="NAME",
+                      dest="api_key_env", help=f"the variable holding the endpoint's key "
+                      f"(default {_default_keys(AGENTS)}; none needed for a local endpoint; "
+                      "--api-key-env: the same)")
     live.add_argument("--scenario", action="append", default=[], choices=sorted(BY_NAME),
                       metavar="NAME", help="run only this scenario (repeatable): "
                       + ", ".join(BY_NAME))

@@ -43,7 +43,7 @@ def test_help_documents_each_exit_status(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_0_the_evaluation_ran(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with MockModel([Text("42")]) as model:
-        code = eval_main(["live", "--agent", "claude", "--base-url", model.url, "--model",
+        code = eval_main(["live", "--agent", "claude", "--endpoint", model.url, "--model",
                           "mock-model", "--samples", "1", "--scenario", "ordinary",
                           "--agent-bin", str(npm_bin("claude")), "--timeout", "120"])
     captured = capsys.readouterr()
@@ -79,3 +79,14 @@ def test_1_a_json_file_that_cannot_be_written_is_refused_before_the_run(
         assert code == 1
         assert capsys.readouterr().err.startswith(f"amux eval: --json {target}: ")
     assert blocker.read_text() == "kept\n"
+
+
+def test_the_endpoint_is_spelled_as_amux_run_spells_it() -> None:
+    """`amux run --endpoint/--endpoint-key-env` and `amux eval live --base-url/--api-key-env`
+    named one thing two ways: eval takes run's spelling, the old one as an alias."""
+    from amux.cli.eval import _parser
+
+    for url, key in (("--endpoint", "--endpoint-key-env"), ("--base-url", "--api-key-env")):
+        args = _parser().parse_args(["live", "--agent", "pi", url, "http://x/v1", "--model",
+                                     "m", key, "MY_KEY"])
+        assert (args.base_url, args.api_key_env) == ("http://x/v1", "MY_KEY")
