@@ -191,7 +191,19 @@ def strict_parser(**kwargs: Any) -> argparse.ArgumentParser:
     """An argparse parser whose usage errors raise `UsageError` (`invalid_argument`)."""
     import argparse
 
+    class Commands(argparse._SubParsersAction):  # type: ignore[type-arg]
+        """A command's one-line help is also what its own --help opens with."""
+
+        def add_parser(self, name: str, **options: Any) -> Any:
+            if "help" in options and "description" not in options:
+                options["description"] = options["help"][:1].upper() + options["help"][1:]
+            return super().add_parser(name, **options)
+
     class StrictParser(argparse.ArgumentParser):
+        def __init__(self, **options: Any) -> None:
+            super().__init__(**options)
+            self.register("action", "parsers", Commands)
+
         def error(self, message: str) -> NoReturn:
             raise UsageError(self.prog, _suggested(self.prog, message))
 

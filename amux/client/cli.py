@@ -71,8 +71,9 @@ COMMANDS: dict[str, Command] = {
 
 PARSER = Parser(
     "amux memory",
-    "Search, read and change amux memory through the Hub. Output is JSON (Appendix A of "
-    "the SPEC); errors are JSON on stdout plus one line on stderr.",
+    "Search, read and change amux memory through the Hub. Output is JSON (the wire "
+    "contract: docs/wire.md in amux's source); errors are JSON on stdout plus one line on "
+    "stderr.",
     COMMANDS, {"--pretty": "output for people instead of compact JSON (before or after "
                          "the command)"})
 

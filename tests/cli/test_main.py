@@ -93,3 +93,17 @@ def test_usage_errors_name_the_command_once(tmp_path: Path) -> None:
         assert (done.returncode, done.stderr) == (2, line + "\n"), args
         message = json.loads(done.stdout)["error"]["message"]
         assert not message.startswith("amux"), message
+
+
+def test_every_subcommand_help_says_what_it_does(tmp_path: Path) -> None:
+    """`amux hub stop --help` showed only its usage and -h."""
+    for command in (("hub", "start"), ("hub", "stop"), ("hub", "status"), ("hub", "reload"),
+                    ("hub", "serve"), ("sessions", "list"), ("sessions", "show"),
+                    ("sessions", "prune")):
+        done = console(tmp_path, *command, "--help")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith(f"usage: amux {' '.join(command)}")
+        about = done.stdout.split("\n\n")[1]  # after the usage, before the options
+        assert about and not about.startswith("options"), (command, done.stdout)
+    memory = console(tmp_path, "memory", "--help").stdout
+    assert "SPEC" not in memory and "docs/wire.md" in memory
