@@ -79,8 +79,16 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
         searched = pool.submit(search, installed_code(executable), strings)
     version = asked_version.result()
     found = searched.result()
+    node = node_check(executable, probe)
     requirements: list[dict[str, Any]] = []
     findings: list[Finding] = []
+    if node["satisfied"] is False:
+        needed = node["requires"]
+        findings.append(Finding(
+            label, f"{name}'s package declares node {needed}, and the node on PATH is "
+            f"{node['found']}: it may fail to start or misbehave", f"install Node.js "
+            f"{_least_major(needed) or needed} or newer (e.g. `nvm install "
+            f"{_least_major(needed) or 'node'}`), then check again", "note"))
     for requirement in adapter.requires:
         if requirement.kind == "flag":
             where = "`" + " ".join((name, *requirement.help_args)) + "`"
@@ -93,7 +101,90 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
             findings.append(finding)
     return ({"name": name, "found": True, "path": executable,
              "realpath": os.path.realpath(executable), "version": version,
-             "requirements": requirements}, findings)
+             "requirements": requirements, "node": node}, findings)
+
+
+def node_check(executable: str, probe: SystemProbe) -> dict[str, Any]:
+    """The Node.js version the agent's package declares (`engines.node`), the one on PATH,
+    and whether it satisfies the declaration (None when either is unknown, or the range
+    has a form this check does not read)."""
+    requires = None
+    root = _package_root(os.path.dirname(os.path.realpath(executable)))
+    if root is not None:
+        try:
+            text = readfile.read_bytes(os.path.join(root, "package.json"), MANIFEST_BYTES)
+            engines = None if text is None else json.loads(text).get("engines")
+        except (OSError, ValueError, RecursionError, AttributeError):
+            engines = None
+        node = engines.get("node") if isinstance(engines, dict) else None
+        requires = node if isinstance(node, str) else None
+    found = _node_version(probe)
+    satisfied = None if requires is None or found is None else satisfies(found, requires)
+    return {"requires": requires, "found": found, "satisfied": satisfied}
+
+
+def _node_version(probe: SystemProbe) -> str | None:
+    with _NODE:
+        path = probe.env.get("PATH", os.defpath)
+        if path not in _NODE_VERSIONS:
+            node = shutil.which("node", path=path)
+            done = None if node is None else _ask(probe, [node, "--version"], {})
+            _NODE_VERSIONS[path] = (done[1].strip() or None) if done and done[0] == 0 else None
+        return _NODE_VERSIONS[path]
+
+
+_NODE = threading.Lock()
+_NODE_VERSIONS: dict[str, str | None] = {}
+"""`node --version` by PATH, asked once per doctor run (every agent needs it)."""
+_VERSION = re.compile(r"v?(\d+)(?:\.(\d+|x|\*))?(?:\.(\d+|x|\*))?")
+
+
+def satisfies(version: str, requires: str) -> bool | None:
+    """Whether `version` (`v20.20.2`) satisfies the npm range `requires` (`>=22.0.0`,
+    `^20.6.0 || >=22`, `20.x`, `>=18 <23`); None for a form this does not read."""
+    have = _parts(version)
+    if have is None:
+        return None
+    alternatives = []
+    for alternative in requires.split("||"):
+        results = [_compare(have, comparator) for comparator in alternative.split()]
+        if any(result is None for result in results):
+            return None
+        alternatives.append(all(results))
+    return any(alternatives)
+
+
+def _parts(version: str) -> tuple[int, int, int] | None:
+    found = _VERSION.fullmatch(version.strip())
+    if found is None:
+        return None
+    minor, patch = (int(part) if part and part.isdigit() else 0 for part in found.group(2, 3))
+    return int(found.group(1)), minor, patch
+
+
+def _compare(have: tuple[int, int, int], comparator: str) -> bool | None:
+    operator = next((op for op in (">=", "<=", ">", "<", "=", "^", "~")
+                     if comparator.startswith(op)), "")
+    text = comparator[len(operator):]
+    want = _parts(text)
+    if want is None:
+        return None
+    given = len([part for part in re.split(r"[.]", text.lstrip("v")) if part.isdigit()])
+    if operator in ("", "=") and given < 3:  # `20`, `20.x`: that major (and minor)
+        operator = "~" if given == 2 else "^"
+    upper = ((want[0] + 1, 0, 0) if operator == "^" and want[0] > 0
+             else (want[0], want[1] + 1, 0) if operator in ("^", "~") else None)
+    checks = {">=": have >= want, ">": have > want, "<=": have <= want, "<": have < want,
+              "": have == want, "=": have == want}
+    if upper is not None:
+        return want <= have < upper
+    return checks[operator]
+
+
+def _least_major(requires: str) -> int | None:
+    """The smallest major a `>=`/`^` range starts at (for the fix's command)."""
+    found = re.search(r"(?:>=|\^|~)?\s*v?(\d+)", requires)
+    return int(found.group(1)) if found else None
 
 
 def _finding(label: str, name: str, version: str | None, requirement: Requirement,

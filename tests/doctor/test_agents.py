@@ -57,7 +57,7 @@ esac
 def test_the_pinned_agent_has_everything_its_adapter_relies_on(name: str,
                                                                 tmp_path: Path) -> None:
     seen, findings = agents.check(name, env_with(npm_bin(name).parent), tmp_path / "home")
-    assert findings == []
+    assert [f for f in findings if "declares node" not in f.message] == []  # node: its own
     assert seen["found"] and seen["version"]
     assert [r["present"] for r in seen["requirements"]] == [True] * len(ADAPTERS[name].requires)
     assert not (tmp_path / "home").exists()  # read-only: no version cache in a missing home
@@ -164,3 +164,42 @@ def test_a_package_json_that_became_a_fifo_is_skipped_never_waited_on(tmp_path: 
     """Found as a file, then swapped for a FIFO before it is read: no dependencies."""
     os.mkfifo(tmp_path / "package.json")
     assert unblocked(lambda: agents._dependencies(str(tmp_path)), tmp_path / "package.json") == []
+
+
+@pytest.mark.parametrize(("version", "requires", "expected"), [
+    ("v20.20.2", ">=22.0.0", False), ("v20.20.2", ">=20", True), ("v20.20.2", ">=16", True),
+    ("v20.20.2", "^20.6.0 || >=22", True), ("v18.0.0", "^20.6.0 || >=22", False),
+    ("v20.1.0", "20.x", True), ("v21.1.0", "20.x", False), ("v20.1.0", ">=18 <21", True),
+    ("v22.0.0", ">=18 <21", False), ("v20.1.0", "~20.1.0", True),
+    ("v20.2.0", "~20.1.0", False), ("v22.19.0", ">=22.19.0", True),
+    ("v20.1.0", "latest", None)])
+def test_node_ranges_read_as_npm_reads_them(version: str, requires: str,
+                                            expected: bool | None) -> None:
+    from amux.doctor.agents import satisfies
+
+    assert satisfies(version, requires) is expected
+
+
+def test_each_agents_node_requirement_is_checked_against_the_node_found() -> None:
+    """Claude Code declares node >= 22 and the machine may have 20: the doctor says which
+    agent needs what (a note: it runs here all the same)."""
+    import os
+    import subprocess
+
+    from amux.doctor.agents import check
+    from tests.peers import npm_bin
+
+    env = {**os.environ, "PATH": f"{npm_bin('claude').parent}:{os.environ['PATH']}"}
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True,
+                          env=env).stdout.strip()
+    for name, declared in (("claude", ">=22.0.0"), ("pi", ">=20.6.0")):  # package-lock
+        agent, findings = check(name, env, Path("/nonexistent"))
+        assert agent["node"]["found"] == node and agent["node"]["requires"] == declared
+        said = [f for f in findings if "declares node" in f.message]
+        if agent["node"]["satisfied"] is False:
+            [finding] = said
+            assert finding.severity == "note"
+            assert f"declares node {declared}, and the node on PATH is {node}" in finding.message
+            assert finding.fix is not None and "nvm install" in finding.fix
+        else:
+            assert said == []
