@@ -60,11 +60,13 @@ def test_main_job_launches_a_memory_enabled_agent(tmp_path: Path) -> None:
 
 
 def test_benchmark_command_runs(tmp_path: Path) -> None:
-    """`python -m benchmarks --quick` (the README's benchmark command, few repetitions)."""
+    """`python -m benchmarks --quick` (the benchmark command, few repetitions), without
+    the real agents' launch rounds (two minutes of five Node CLIs: the next test runs that
+    bench alone, on two agents)."""
     report = tmp_path / "report.json"
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "--quick", "--json", str(report),
-         "--dir", str(tmp_path / "corpus")],
+        [sys.executable, "-m", "benchmarks", "--quick", "--agent-rounds", "0", "--json",
+         str(report), "--dir", str(tmp_path / "corpus")],
         cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -72,6 +74,18 @@ def test_benchmark_command_runs(tmp_path: Path) -> None:
     assert data["machine"]["rg"].startswith("ripgrep"), "rg (the floor) must be installed"
     assert data["corpus"]["documents"] == 1024
     assert {"hub", "mcp", "launch"} <= data.keys()
+
+
+def test_the_agent_launch_bench_runs(tmp_path: Path) -> None:
+    """One round of the real-agent launch bench, bare agent against `amux run`."""
+    report = tmp_path / "agents.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.agent_launch_bench", "--rounds", "1",
+         "--profile-runs", "0", "--agents", "claude,pi", "--no-isolated", "--json",
+         str(report)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "amux run` launch overhead, pi" in done.stdout
+    assert report.read_text()
 
 
 EXIT = re.compile(r"\(exit (\d+)\)")
