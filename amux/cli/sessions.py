@@ -58,7 +58,7 @@ def _prune(home: Path, older_than: float | None, unresumable: bool,
     import shutil
 
     from amux.client.wire import ClientError
-    from amux.launcher import state
+    from amux.launcher import rundirs, state
 
     if older_than is None and not unresumable:
         raise ClientError("invalid_argument", "name what to prune: --older-than DAYS, "
@@ -72,7 +72,7 @@ def _prune(home: Path, older_than: float | None, unresumable: bool,
             why.append(f"started more than {older_than:g} days ago")
         if unresumable and not session.resumable:
             why.append(f"cannot be resumed: {session.not_resumable_reason or 'it says so'}")
-        if not why or _running(home, session.id):
+        if not why or rundirs.running(home, session.id):
             continue
         if not dry_run:
             shutil.rmtree(state.session_dir(home, session.id), ignore_errors=True)
@@ -80,18 +80,6 @@ def _prune(home: Path, older_than: float | None, unresumable: bool,
                        "started": _with_started(session._asdict())["started"],
                        "why": "; ".join(why)})
     return {"pruned": pruned, "dry_run": dry_run}
-
-
-def _running(home: Path, session_id: str) -> bool:
-    """Whether the launcher of `session_id` is alive (its run directory says so)."""
-    from amux.hub import pidfile
-    from amux.launcher import rundirs
-
-    for root in (rundirs.plain_root(home), rundirs.runs_root()):
-        launcher = pidfile.read(root / session_id / "launcher.pid")
-        if launcher is not None and pidfile.alive(launcher):
-            return True
-    return False
 
 
 def _warn(message: str) -> None:

@@ -242,8 +242,7 @@ def stale(root: Path) -> list[tuple[Path, dict[str, object] | None]]:
     """Run directories under `root` whose launcher is gone, each with its token record."""
     found: list[tuple[Path, dict[str, object] | None]] = []
     for run_dir in sorted(root.iterdir()) if root.is_dir() else []:
-        launcher = pidfile.read(run_dir / "launcher.pid")
-        if launcher is not None and pidfile.alive(launcher):
+        if _launcher_alive(run_dir):
             continue
         try:
             token = json.loads((run_dir / "token.json").read_text())
@@ -251,3 +250,16 @@ def stale(root: Path) -> list[tuple[Path, dict[str, object] | None]]:
             token = None
         found.append((run_dir, token if isinstance(token, dict) else None))
     return found
+
+
+def running(home: Path, session_id: str) -> bool:
+    """Whether the launcher of `session_id` still runs, as its run directory records (in
+    this home's runs root or the isolated one; a root that is not ours says nothing)."""
+    return any(_launcher_alive(root / session_id)
+               for root, isolated in ((plain_root(home), False), (runs_root(), True))
+               if trusted(root, isolated=isolated))
+
+
+def _launcher_alive(run_dir: Path) -> bool:
+    launcher = pidfile.read(run_dir / "launcher.pid")
+    return launcher is not None and pidfile.alive(launcher)

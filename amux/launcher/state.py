@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -160,9 +159,9 @@ def _unreadable(path: Path, why: str) -> ClientError:
                        f"({why}); remove that session: rm -r {shlex.quote(str(path.parent))}")
 
 
-def listing(home: Path, warn: Callable[[str], None] | None = None) -> list[SessionState]:
+def listing(home: Path, warn: Callable[[str], None]) -> list[SessionState]:
     """Every session (a directory with a `state.json`), oldest first. One that cannot be
-    read is skipped and named to `warn` (default: a warning line on stderr): it must not
+    read is skipped and named to `warn` (the command's own warning line): it must not
     hide the others, nor make `amux sessions list` or `--resume last` fail."""
     found = []
     root = sessions_dir(home)
@@ -172,9 +171,5 @@ def listing(home: Path, warn: Callable[[str], None] | None = None) -> list[Sessi
         try:
             found.append(load(home, name))
         except ClientError as error:
-            (warn or _warn)(f"skipped session {name}: {error.message}")
+            warn(f"skipped session {name}: {error.message}")
     return sorted(found, key=lambda session: session.created_at)  # ids tie within a second
-
-
-def _warn(message: str) -> None:
-    print(f"amux: warning: {message}", file=sys.stderr, flush=True)

@@ -156,3 +156,23 @@ def test_prune_removes_old_and_unresumable_sessions_and_says_why(tmp_path: Path)
     assert {entry["id"] for entry in json.loads(done.stdout)["pruned"]} == {old, failed}
     listed = json.loads(console(home, "sessions", "list").stdout)["sessions"]
     assert [entry["id"] for entry in listed] == [fresh]
+
+
+def test_prune_keeps_a_session_whose_launcher_still_runs(tmp_path: Path) -> None:
+    import os
+
+    from amux.hub import pidfile
+
+    home = tmp_path / "amux"
+    running = saved(home, 1_000_000_000.0, BINDING, False)
+    run_dir = home / "run" / "agents" / running
+    run_dir.mkdir(parents=True)
+    for directory in (home / "run", home / "run" / "agents"):
+        os.chmod(directory, 0o700)
+    (run_dir / "launcher.pid").write_text(pidfile.current().render())  # this process
+    done = console(home, "sessions", "prune", "--older-than", "1", "--unresumable")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["pruned"] == []
+    (run_dir / "launcher.pid").unlink()  # its launcher gone: pruned
+    done = console(home, "sessions", "prune", "--unresumable")
+    assert [entry["id"] for entry in json.loads(done.stdout)["pruned"]] == [running]
