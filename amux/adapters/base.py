@@ -317,12 +317,13 @@ class Adapter(Protocol):
         """The version in the answer to `version_args`, None if there is none."""
         ...
 
-    def quick_exit_cause(self, argv: tuple[str, ...], cwd: str, env: Mapping[str, str],
+    def quick_exit_cause(self, argv: tuple[str, ...], probe: Probe,
                          terminal: bool) -> str | None:
         """Why a launch with this argv (the plan's, after the executable) failed within
         seconds, when the launch itself tells (an interactive start with no terminal,
         Codex outside a trusted folder), with the fix; None when it cannot tell, and then
-        amux names no cause. `terminal`: whether stdin was one."""
+        amux names no cause. `probe`: the agent's user's surroundings (its environment,
+        cwd and files, read as that user); `terminal`: whether stdin was one."""
         ...
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
@@ -385,8 +386,8 @@ def no_kept_session(adapter: object, ref: str, env: Mapping[str, str]) -> tuple[
     return None
 
 
-def no_quick_exit_cause(adapter: object, argv: tuple[str, ...], cwd: str,
-                        env: Mapping[str, str], terminal: bool) -> str | None:
+def no_quick_exit_cause(adapter: object, argv: tuple[str, ...], probe: Probe,
+                        terminal: bool) -> str | None:
     """`quick_exit_cause` of an adapter that cannot tell one."""
     return None
 

@@ -96,7 +96,7 @@ class ClaudeAdapter:
     quick_exit_hint = ("log in (`claude`, then /login), or set ANTHROPIC_API_KEY, or point it "
                        "at a model server: `amux run --endpoint URL --model NAME claude`")
 
-    def quick_exit_cause(self, argv: tuple[str, ...], cwd: str, env: Mapping[str, str],
+    def quick_exit_cause(self, argv: tuple[str, ...], probe: Probe,
                          terminal: bool) -> str | None:
         return no_terminal("Claude Code", not {"-p", "--print"} & set(argv), terminal,
                            '`amux run claude -- -p "…"`')

@@ -61,6 +61,7 @@ from amux.adapters.base import (
 from amux.adapters.codex_layers import (
     codex_home,
     developer_instructions,
+    exec_refused,
     take_overrides,
     working_dir,
 )
@@ -129,16 +130,16 @@ class CodexAdapter:
     quick_exit_hint = ("log in (`codex login`), or set OPENAI_API_KEY, or point it at a "
                        "model server: `amux run --endpoint URL --model NAME codex`")
 
-    def quick_exit_cause(self, argv: tuple[str, ...], cwd: str, env: Mapping[str, str],
+    def quick_exit_cause(self, argv: tuple[str, ...], probe: Probe,
                          terminal: bool) -> str | None:
         """No terminal for its TUI; or `exec` outside a git repository in a folder not
         trusted in its config, which Codex refuses without --skip-git-repo-check."""
         command = _subcommand(argv)
         if command in (None, "resume"):  # its TUI
             return no_terminal("Codex", True, terminal, '`amux run codex -- exec "…"`')
-        cwd = working_dir(argv, cwd)
+        cwd = working_dir(argv, probe.cwd)
         if (command not in ("exec", "e") or "--skip-git-repo-check" in argv
-                or _in_git(cwd) or _trusted(cwd, env)):
+                or not exec_refused(probe, cwd)):
             return None
         return (f"Codex runs `exec` only in a git repository or a folder trusted in its config, "
                 f"and {cwd} is neither; run it in a repository, trust the folder (start "
@@ -338,31 +339,3 @@ def _subcommand(args: tuple[str, ...]) -> str | None:
             return arg
         index += 1
     return None
-
-
-def _in_git(cwd: str) -> bool:
-    """Whether `cwd` or a directory above it has a `.git`."""
-    directory = os.path.abspath(cwd)
-    while True:
-        if os.path.lexists(os.path.join(directory, ".git")):
-            return True
-        parent = os.path.dirname(directory)
-        if parent == directory:
-            return False
-        directory = parent
-
-
-def _trusted(cwd: str, env: Mapping[str, str]) -> bool:
-    """Whether the user's config trusts `cwd` (`[projects."<path>"] trust_level`); an
-    unreadable config trusts nothing."""
-    import tomllib
-
-    try:
-        with open(os.path.join(codex_home(env), "config.toml"), "rb") as handle:
-            projects = tomllib.load(handle).get("projects")
-    except (OSError, ValueError):
-        return False
-    paths = {cwd, os.path.realpath(cwd)}
-    return isinstance(projects, dict) and any(
-        isinstance(projects.get(path), dict) and projects[path].get("trust_level") == "trusted"
-        for path in paths)

@@ -487,16 +487,39 @@ def _project(probe: Probe, cwd: str) -> tuple[list[str], str]:
     """(the directories from the project root down to `cwd`, the directory whose trust
     covers the project): from git's top level (the main worktree's for the trust), else
     `cwd` alone. Paths as git gives them, symbolic links resolved, as Codex keys trust."""
+    found = _git(probe, cwd)
+    if found is None:
+        return [cwd], cwd
+    top, common, prefix = found
+    parts = [part for part in prefix.split("/") if part]
+    directories = [os.path.join(top, *parts[:n]) for n in range(len(parts) + 1)]
+    return directories, os.path.dirname(common) if os.path.basename(common) == ".git" else top
+
+
+def _git(probe: Probe, cwd: str) -> tuple[str, str, str] | None:
+    """(top level, common git dir, prefix) of the repository `cwd` is in; None outside one."""
     done = probe.run(["git", "-C", cwd, "rev-parse", "--path-format=absolute",
                       "--show-toplevel", "--git-common-dir", "--show-prefix"],
                      timeout=GIT_TIMEOUT)
     lines = done[1].split("\n") if done is not None and done[0] == 0 else []
     if len(lines) < 3 or not lines[0]:
-        return [cwd], cwd
-    top, common, prefix = lines[0], lines[1], lines[2]
-    parts = [part for part in prefix.split("/") if part]
-    directories = [os.path.join(top, *parts[:n]) for n in range(len(parts) + 1)]
-    return directories, os.path.dirname(common) if os.path.basename(common) == ".git" else top
+        return None
+    return lines[0], lines[1], lines[2]
+
+
+def exec_refused(probe: Probe, cwd: str) -> bool:
+    """Whether Codex refuses `exec` in `cwd` unless given --skip-git-repo-check: outside
+    a git repository, in a folder its user config does not trust (an unreadable config
+    tells nothing: False)."""
+    if _git(probe, cwd) is not None:
+        return False
+    try:
+        user = read_config(probe, os.path.join(codex_home(probe.env), "config.toml"))
+    except ValueError:
+        return False
+    projects = user.get("projects")
+    trust = projects if isinstance(projects, dict) else {}
+    return all(_trust_level(trust, path) != "trusted" for path in (cwd, probe.realpath(cwd)))
 
 
 def _trust_level(projects: dict[str, object], directory: str) -> str | None:

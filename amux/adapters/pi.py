@@ -190,7 +190,7 @@ class PiAdapter:
         joined = "\n\n".join(texts)
         return (joined,) if joined else ()
 
-    def quick_exit_cause(self, argv: tuple[str, ...], cwd: str, env: Mapping[str, str],
+    def quick_exit_cause(self, argv: tuple[str, ...], probe: Probe,
                          terminal: bool) -> str | None:
         return no_terminal("Pi", not {"-p", "--print", "--mode"} & set(argv), terminal,
                            '`amux run pi -- -p "…"`')

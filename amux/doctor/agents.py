@@ -113,9 +113,10 @@ def node_check(executable: str, probe: SystemProbe) -> dict[str, Any]:
     if root is not None:
         try:
             text = readfile.read_bytes(os.path.join(root, "package.json"), MANIFEST_BYTES)
-            engines = None if text is None else json.loads(text).get("engines")
-        except (OSError, ValueError, RecursionError, AttributeError):
-            engines = None
+            manifest = None if text is None else json.loads(text)
+        except (OSError, ValueError, RecursionError):
+            manifest = None
+        engines = manifest.get("engines") if isinstance(manifest, dict) else None
         node = engines.get("node") if isinstance(engines, dict) else None
         requires = node if isinstance(node, str) else None
     found = _node_version(probe)

@@ -570,7 +570,8 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter,
 
 def _quick_exit_cause(launch: Launch, env: Mapping[str, str]) -> str | None:
     """The cause of a failure within seconds that amux can tell: the endpoint of the
-    session no longer answers, or what the adapter reads from the launch."""
+    session no longer answers, or what the adapter reads from the launch (through a probe
+    as the agent's user: an isolated run's files are never read by root)."""
     endpoint = launch.session.endpoint
     if endpoint is not None:
         from amux.launcher.endpoints import unreachable
@@ -579,8 +580,8 @@ def _quick_exit_cause(launch: Launch, env: Mapping[str, str]) -> str | None:
         if problem:
             return (f"its endpoint stopped answering: {problem}; start the model server "
                     f"there, then resume: amux run --resume {launch.session.id}")
-    return launch.adapter.quick_exit_cause(launch.plan.argv[1:], os.getcwd(), env,
-                                           os.isatty(0))
+    probe = SystemProbe(env, os.getcwd(), run_as=launch.run_as, files=launch.files)
+    return launch.adapter.quick_exit_cause(launch.plan.argv[1:], probe, os.isatty(0))
 
 
 def _kept(home: Path, session: state.SessionState, adapter: Adapter, files: UserFiles,

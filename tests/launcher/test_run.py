@@ -695,3 +695,16 @@ def test_a_session_the_agent_never_kept_is_not_offered_for_resume(
     refused = launcher.run("--resume", gone)
     assert refused.returncode == 2 and "nothing to resume" in refused.stderr
     assert "resume it with" in kept.stderr
+
+
+def test_codex_exec_in_a_folder_its_config_trusts_is_not_said_to_be_untrusted(
+        hub: HubProcess, launcher: Launcher, tmp_path: Path) -> None:
+    enable(hub)
+    cwd = tmp_path / "trusted-folder"
+    cwd.mkdir()
+    codex_home = launcher.home.parent / "codex-home"  # the launcher's CODEX_HOME
+    codex_home.mkdir(exist_ok=True)
+    (codex_home / "config.toml").write_text(f'[projects."{cwd}"]\ntrust_level = "trusted"\n')
+    done = launcher.run("codex", "--", "exec", "hi", env={"FAKE_AGENT_EXIT": "1"}, cwd=cwd)
+    assert done.returncode == 1
+    assert "see its own message above" in done.stderr.splitlines()[-1]
