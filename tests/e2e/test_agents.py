@@ -79,8 +79,10 @@ def amux_run(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
 
 
 def sessions(hub: HubProcess) -> list[dict[str, Any]]:
-    root = hub.home / "sessions"
-    return [json.loads((d / "state.json").read_text()) for d in sorted(root.iterdir())]
+    """Every amux session's state, in start order (ids started within one second sort by
+    their random part, not by time)."""
+    found = [json.loads((d / "state.json").read_text()) for d in (hub.home / "sessions").iterdir()]
+    return sorted(found, key=lambda state: state["created_at"])
 
 
 def stored(hub: HubProcess) -> dict[str, Any]:
