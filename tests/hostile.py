@@ -6,10 +6,12 @@ Both need root (CI runs as root). Outside CI a missing root skips the test; in C
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pwd
 import secrets
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -29,17 +31,42 @@ def require_root(why: str) -> None:
 
 
 @contextmanager
+def _user_database() -> Iterator[None]:
+    """One useradd/userdel at a time across pytest-xdist workers.
+
+    useradd does not wait for /etc/passwd's lock: a second one at the same moment
+    fails with "cannot lock /etc/passwd".
+    """
+    with open(Path(tempfile.gettempdir()) / "amux-tests-users.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def add_user(name: str) -> pwd.struct_passwd:
+    """Create a Unix user with a home (root only)."""
+    with _user_database():
+        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True,
+                       capture_output=True)
+    return pwd.getpwnam(name)
+
+
+def remove_user(name: str) -> None:
+    """Kill a user's processes and remove it with its home; quiet if already gone."""
+    subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+    with _user_database():
+        subprocess.run(["userdel", "--remove", name], capture_output=True)
+
+
+@contextmanager
 def throwaway_user(prefix: str = "amuxt-x") -> Iterator[pwd.struct_passwd]:
     """A fresh Unix user with a home; its processes are killed and it is removed after."""
     require_root("a second Unix user")
     name = f"{prefix}-{secrets.token_hex(3)}"
-    subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True,
-                   capture_output=True)
+    user = add_user(name)
     try:
-        yield pwd.getpwnam(name)
+        yield user
     finally:
-        subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
-        subprocess.run(["userdel", "--remove", name], capture_output=True)
+        remove_user(name)
 
 
 def as_user(user: pwd.struct_passwd, *argv: str, **kwargs: Any) -> subprocess.Popen[Any]:

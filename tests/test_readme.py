@@ -6,13 +6,16 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 
 from tests.mockmodel import MockModel, Text, mcp
+from tests.mockmodel.agents import codex_config
 from tests.peers import npm_bin
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _command(marker: str) -> str:
     readme = (ROOT / "README.md").read_text()
-    found = re.search(rf"<!-- {marker} -->\s*```sh\n(.+?)\n```", readme)
+    found = re.search(rf"<!-- {marker} -->\s*```sh\n(.+?)\n```", readme, re.S)
     assert found, f"README.md has no command under <!-- {marker} -->"
     return found.group(1)
 
@@ -88,13 +91,35 @@ def test_the_agent_launch_bench_runs(tmp_path: Path) -> None:
     assert report.read_text()
 
 
+def test_installing_amux_as_a_tool_works_as_written(tmp_path: Path) -> None:
+    """The README's pipx and uv lines, as written from the checkout with a fresh home (each
+    builds amux and fetches its dependencies from the package index); the installed
+    `amux` runs in between, and the uninstalls leave no `amux` in ~/.local/bin."""
+    lines = [line.split("#")[0].strip() for line in _command("tool-install").splitlines()]
+    assert lines[0] == "pipx install ." and "uv tool install ." in lines
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("AMUX_", "XDG_", "PIPX_", "UV_", "VIRTUAL_ENV"))}
+    env.update({"HOME": str(home), "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"})
+    for line in lines:
+        done = subprocess.run(["bash", "-c", line], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        if "--version" in line:
+            assert done.stdout.startswith("amux "), done.stdout
+        if line == "uv tool install .":
+            assert (home / ".local" / "bin" / "amux").exists()
+    assert not (home / ".local" / "bin" / "amux").exists()
+
+
 EXIT = re.compile(r"\(exit (\d+)\)")
-SETUP = ("main-command", "test-command")
+SETUP = ("main-command", "test-command", "tool-install")
 
 
 def shell_examples() -> list[str]:
-    """Every line of every `sh` block of the README but the two set-up commands (tested
-    above and by CI), in order."""
+    """Every line of every `sh` block of the README but the set-up commands and the tool
+    installs (each tested on its own), in order."""
     readme = (ROOT / "README.md").read_text()
     lines: list[str] = []
     for found in re.finditer(r"(<!-- ([\w-]+) -->\s*)?```sh\n(.+?)\n```", readme, re.S):
@@ -146,3 +171,105 @@ def test_every_shell_example_runs_as_written(tmp_path: Path) -> None:
     assert "You use pytest." in done.stdout and "Tests run with pytest." in done.stdout
     assert [r.conversation for r in model.main() if r.reply is not None][:1] == [0]
     assert all(r.body.get("model") == "qwen3" for r in model.main() if r.api == "responses")
+
+
+VARYING = re.compile(r"(\d{8}-\d{6}-[0-9a-f]{6}|after \d+\.\d s)")  # session ids, durations
+
+
+def first_session() -> list[tuple[str, list[str], bool]]:
+    """The README's "A first session": each `$ command` of its transcripts, the lines shown
+    after it, and whether some output is elided (a `…` line)."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## A first session"):]
+    section = section[:section.index("\n## ")]
+    steps: list[tuple[str, list[str], bool]] = []
+    for block in re.finditer(r"```text\n(.+?)\n *```", section, re.S):
+        for line in textwrap.dedent(block.group(1)).splitlines():
+            if line.startswith("$ "):
+                steps.append((line[2:], [], False))
+            elif line.startswith("…"):
+                steps[-1] = (*steps[-1][:2], True)
+            else:
+                steps[-1][1].append(line)
+    return steps
+
+
+def _shown(line: str) -> re.Pattern[str]:
+    """A line as the README shows it, its session ids and durations standing for any."""
+    parts = VARYING.split(line)
+    return re.compile("".join(VARYING.pattern if i % 2 else re.escape(part)
+                              for i, part in enumerate(parts)))
+
+
+def _in_order(patterns: list[re.Pattern[str]], lines: list[str]) -> bool:
+    rest = iter(lines)
+    return all(any(pattern.fullmatch(line) for line in rest) for pattern in patterns)
+
+
+def test_the_first_session_runs_as_shown(tmp_path: Path) -> None:
+    """The README's first session, command by command as a user types them in a project:
+    a fresh home, the set-up's PATH, memory on, no AMUX_* variable, Claude Code with the
+    user's key and Codex with the user's own provider in ~/.codex/config.toml, both at
+    the scripted model. The search prints exactly the table shown; each agent run shows
+    the lines shown, in order (the agent's answer, amux's closing line)."""
+    steps = first_session()
+    assert [command.split()[:3] for command, _, _ in steps] == [
+        ["amux", "run", "claude"], ["amux", "memory", "search"], ["amux", "run", "codex"]]
+    export = shell_examples()[0]  # typed in the checkout, then the user goes to a project
+    assert export.startswith("export PATH=")
+    for agent in ("claude", "codex"):
+        npm_bin(agent)
+    home = tmp_path / "home"
+    project = tmp_path / "demo"
+    (home / ".codex").mkdir(parents=True)
+    project.mkdir()
+    for git in (["init", "-q"], ["remote", "add", "origin", "https://github.com/acme/demo.git"]):
+        subprocess.run(["git", *git], cwd=project, check=True, timeout=30)
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("AMUX_", "XDG_", "ANTHROPIC_", "OPENAI_", "CODEX_",
+                                  "CLAUDE_", "PI_"))}
+    topic = "projects/github.com-acme-demo/decisions.md"
+    index = "# Memory\n- Demo project: build and test decisions in " + topic + "\n"
+    note = "---\ndescription: how the demo project builds and tests\n---\nUse pytest.\n"
+    saved, answer = (steps[0][1][0], steps[2][1][0])
+
+    def shell(command: str) -> subprocess.CompletedProcess[str]:
+        script = f"cd {shlex.quote(str(ROOT))}\n{export}\ncd {shlex.quote(str(project))}\n"
+        return subprocess.run(["bash", "-c", script + command], env=env,
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, timeout=180)
+
+    with MockModel(
+        [mcp("memory_get", {"path": "MEMORY.md"}),
+         mcp("memory_upsert", {"path": topic, "content": note, "expected_revision": "absent"}),
+         mcp("memory_upsert", {"path": "MEMORY.md", "content": index,
+                               "expected_revision": "absent"}),
+         Text(saved)],
+        [mcp("memory_search", {"query": "tests"}), mcp("memory_get", {"path": topic}),
+         Text(answer)],
+    ) as model:
+        (home / ".codex" / "config.toml").write_text(codex_config(model))
+        env.update({"HOME": str(home), "ANTHROPIC_BASE_URL": model.url,
+                    "ANTHROPIC_API_KEY": "sk-the-users-own", "MOCK_API_KEY": "sk-the-users-own"})
+        try:
+            on = shell("amux system config set memory.enabled true")
+            assert on.returncode == 0, on.stdout
+            for command, shown, elided in steps:
+                done = shell(command)
+                assert done.returncode == 0, f"{command}\n{done.stdout[-3000:]}"
+                lines = done.stdout.splitlines()
+                if elided:
+                    assert _in_order([_shown(line) for line in shown], lines), (
+                        f"{command}: the README shows\n" + "\n".join(shown)
+                        + f"\n...but it printed\n{done.stdout[-3000:]}")
+                else:
+                    assert lines == shown, f"{command}:\n{done.stdout}"
+            health = shell("amux memory doctor --json")
+        finally:
+            shell("amux hub stop")
+    results = model.tool_results()
+    assert [r.call.name for r in results] == ["memory_get", "memory_upsert", "memory_upsert",
+                                         "memory_search", "memory_get"]
+    assert not any(r.is_error for r in results), results
+    assert topic in results[3].text and "Use pytest." in results[4].text
+    assert json.loads(health.stdout)["findings"] == []

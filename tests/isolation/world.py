@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.hostile import require_root
+from tests.hostile import add_user, remove_user, require_root
 from tests.hubproc import HubProcess
 
 AGENT = '''#!/usr/bin/python3
@@ -185,7 +185,7 @@ def world(short_home: Path) -> Iterator[World]:
             (agents / name).write_text(AGENT)
             (agents / name).chmod(0o755)
         for name in names:
-            subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", name], check=True)
+            add_user(name)
         hub = HubProcess(short_home)
         for key, value in (("memory.enabled", "true"), ("isolation.enabled", "true"),
                            ("listeners.shared_socket", str(shared))):
@@ -199,7 +199,6 @@ def world(short_home: Path) -> Iterator[World]:
         if hub is not None:
             hub.stop()
         for name in names:
-            subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
-            subprocess.run(["userdel", "--remove", name], capture_output=True)
+            remove_user(name)
         for path in made:
             shutil.rmtree(path, ignore_errors=True)
