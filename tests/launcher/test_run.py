@@ -23,6 +23,7 @@ import pytest
 from amux.adapters import ADAPTERS
 from tests.agentlog import KEEPS_SESSION, wait_for_pid
 from tests.hubproc import HubProcess
+from tests.job import as_job
 
 FAKE_AGENT = '''#!{python}
 import json, os, subprocess, sys
@@ -351,7 +352,8 @@ def test_an_interactive_launch_owns_the_terminal(hub: HubProcess, launcher: Laun
 
     enable(hub)
     tokens_before = len(live_tokens(hub))
-    child = pexpect.spawn(sys.executable, ["-m", "amux", "run", "pi"], timeout=60,
+    job = as_job(sys.executable, "-m", "amux", "run", "pi")
+    child = pexpect.spawn(job[0], job[1:], timeout=60,
                           env=launch_env(launcher, FAKE_AGENT_ACTION="interactive"),
                           encoding="utf-8")
     child.expect("ready> ")
@@ -371,7 +373,7 @@ def test_cleanup_runs_however_the_agent_ends(hub: HubProcess, launcher: Launcher
                                              how: str) -> None:
     enable(hub)
     tokens_before = len(live_tokens(hub))
-    process = subprocess.Popen([sys.executable, "-m", "amux", "run", "pi"],
+    process = subprocess.Popen(as_job(sys.executable, "-m", "amux", "run", "pi"),
                                env=launch_env(launcher, FAKE_AGENT_ACTION="wait"),
                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)

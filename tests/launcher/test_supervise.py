@@ -19,6 +19,7 @@ import pexpect
 import pytest
 
 from amux.launcher.supervise import FORWARDED, AgentNotStarted, supervise
+from tests.job import as_job
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -230,7 +231,8 @@ def test_failing_on_start_kills_the_agent(tmp_path: Path) -> None:
 def test_interactive_agent_owns_the_terminal(tmp_path: Path) -> None:
     record = tmp_path / "record"
     agent = [_script(tmp_path, "agent", AGENT), str(record)]
-    host = pexpect.spawn(sys.executable, ["-c", HOST, *agent], env=_env(), encoding="utf-8",
+    host = pexpect.spawn(sys.executable, as_job(sys.executable, "-c", HOST, *agent)[1:],
+                         env=_env(), encoding="utf-8",
                          timeout=10, dimensions=(24, 80))
     try:
         host.expect_exact("[1] name? ")
