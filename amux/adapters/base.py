@@ -21,9 +21,15 @@ from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol, get_args
 
 Channel = Literal["mcp", "cli", "none"]
+ModelWire = Literal["anthropic", "responses", "chat", "gemini"]
+"""The API an agent speaks to its model: Anthropic Messages, OpenAI Responses, OpenAI chat
+completions, the Gemini API."""
 EndpointApi = Literal["openai", "anthropic", "gemini"]
 ENDPOINT_APIS: tuple[EndpointApi, ...] = get_args(EndpointApi)
 """Every API kind `amux run --endpoint-api` takes."""
+MODEL_WIRE_APIS: Mapping[ModelWire, EndpointApi] = {
+    "anthropic": "anthropic", "responses": "openai", "chat": "openai", "gemini": "gemini"}
+"""The `--endpoint-api` kind of each wire."""
 RequirementKind = Literal["flag", "env", "setting"]
 NOTHING: Mapping[str, Any] = MappingProxyType({})
 """An empty mapping no one can change: the default of a record's mapping field."""
@@ -269,6 +275,32 @@ class SessionFiles(NamedTuple):
     so the tree is polled while it runs; False: the listings before and after suffice."""
 
 
+PROMPT = "\0prompt"
+"""Stands for the prompt in `Headless.args` (no real argument holds a NUL)."""
+
+
+class Headless(NamedTuple):
+    """How one non-interactive turn of the agent runs in a home of its own (never the
+    user's), for `amux eval live`, which acts on this data: every turn is `amux run
+    --endpoint URL --model NAME AGENT -- ARGS` in the run's work directory."""
+
+    args: tuple[str, ...]
+    """The turn's arguments after `--`; `PROMPT` stands for the prompt."""
+    env: Mapping[str, str] = NOTHING
+    """What keeps the agent in the run's home (its config directory, no update checks)."""
+    dirs: tuple[str, ...] = ()
+    """Directories made before the first turn."""
+    files: tuple[PlanFile, ...] = ()
+    """Files written before the first turn (a settings file the agent needs)."""
+    answer_file: str | None = None
+    """Where the agent writes its final answer (removed before each turn); None: stdout."""
+    answer: Callable[[str], str] = str.strip
+    """The final answer in the agent's stdout (when there is no `answer_file`)."""
+    limits: tuple[str, ...] = ()
+    """Warnings `amux run` prints at every new launch of this agent that state a limit of
+    its adapter, not a failure to wire memory (left out of a turn's warnings)."""
+
+
 class Requirement(NamedTuple):
     """One thing in the agent that the adapter relies on, declared so that `amux doctor`
     can check the installed agent has it (an agent update may rename or drop it)."""
@@ -294,6 +326,9 @@ def chosen_session(start: str, resume: str) -> tuple[Requirement, Requirement]:
 
 class Adapter(Protocol):
     name: str
+    """The agent's command name (the registry's key)."""
+    display_name: str
+    """The agent's name for people ("Claude Code")."""
     channel: Channel
     """The memory channel this agent gets when memory is on."""
     tracks_sessions: bool
@@ -312,6 +347,21 @@ class Adapter(Protocol):
     quick_exit_hint: str | None
     """What usually makes this agent fail at once (no login, no key) and the fix, for the
     line amux prints when the agent failed within seconds; None: nothing agent-specific."""
+    model_wire: ModelWire
+    """The API the agent speaks to its usual model endpoint."""
+    key_variables: tuple[str, ...]
+    """The user's variables holding the credential of that endpoint: the key first, then
+    any other credential the agent takes under its own name (Claude's bearer token)."""
+    instruction_files: tuple[str, ...]
+    """The names of the instruction files the agent reads from a project by default."""
+    mcp_tool_prefix: str | None
+    """What precedes a tool of the MCP server `amux` in the tool names the model sees
+    ("" when the agent puts the server in a namespace field); None: no MCP channel."""
+
+    def headless(self, home: str, scratch: str) -> Headless:
+        """One non-interactive turn of the agent with `home` as its home and `scratch` as
+        its temporary directory (both the run's own)."""
+        ...
 
     def version(self, status: int, stdout: str, stderr: str) -> str | None:
         """The version in the answer to `version_args`, None if there is none."""
@@ -450,23 +500,55 @@ def ignored_on_resume(request: AgentRequest, flag: str, given: list[str],
             "with (see `amux sessions show`); start a new session to change them"]
 
 
-def take_option(args: tuple[str, ...], names: tuple[str, ...]) -> tuple[list[str], list[str]]:
-    """(remaining args, values of every `--name VALUE` / `--name=VALUE` occurrence)."""
+def take_option(args: tuple[str, ...], names: tuple[str, ...],
+                wanted: Callable[[str], bool] | None = None) -> tuple[list[str], list[str]]:
+    """(remaining args, values of every `--name VALUE` / `--name=VALUE` occurrence); with
+    `wanted`, only the values it accepts are taken, the others stay as they were given."""
     rest: list[str] = []
     values: list[str] = []
     index = 0
     while index < len(args):
         arg = args[index]
         name, equals, value = arg.partition("=")
+        taken = 1
         if name in names and equals:
-            values.append(value)
+            found: str | None = value
         elif arg in names and index + 1 < len(args):
-            values.append(args[index + 1])
+            found, taken = args[index + 1], 2
+        else:
+            found = None
+        if found is not None and (wanted is None or wanted(found)):
+            values.append(found)
+        else:
+            rest.extend(args[index:index + taken])
+        index += taken
+    return rest, values
+
+
+def first_operand(args: Sequence[str], value_options: frozenset[str]) -> int | None:
+    """The index of the first argument that is neither an option nor the value of one of
+    `value_options` (the agent's subcommand), None if there is none."""
+    index = 0
+    while index < len(args):
+        if args[index] in value_options:
+            index += 2
+        elif args[index].startswith("-"):
             index += 1
         else:
-            rest.append(arg)
-        index += 1
-    return rest, values
+            return index
+    return None
+
+
+NOT_RESUMABLE = "; this amux session cannot be resumed"
+"""Ends the reason a new session's agent session could not be learned."""
+
+
+def chosen_uuid(namespace: str, session_id: str) -> str:
+    """The agent session id (a UUID) amux chooses up front for its session `session_id`:
+    the same id every time, distinct per agent by `namespace` (a fixed UUID)."""
+    import uuid  # only for the launches of such agents
+
+    return str(uuid.uuid5(uuid.UUID(namespace), session_id))
 
 
 def refuse(args: tuple[str, ...], flags: tuple[str, ...], agent: str) -> None:

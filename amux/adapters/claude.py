@@ -34,14 +34,18 @@ from amux.adapters.base import (
     MEMORY_TOOLS,
     NO_KEY,
     NOTHING,
+    PROMPT,
     AgentRequest,
     Channel,
     EndpointRequest,
     EndpointWiring,
+    Headless,
     LaunchPlan,
+    ModelWire,
     Probe,
     Requirement,
     chosen_session,
+    chosen_uuid,
     endpoint_api,
     first_line_version,
     ignored_on_resume,
@@ -67,6 +71,11 @@ endpoint, all are its model, since it may serve no other."""
 
 class ClaudeAdapter:
     name = "claude"
+    display_name = "Claude Code"
+    model_wire: ModelWire = "anthropic"
+    key_variables = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+    instruction_files = ("CLAUDE.md",)
+    mcp_tool_prefix: str | None = "mcp__amux__"
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
@@ -116,9 +125,18 @@ class ClaudeAdapter:
         return os.path.join(config, "projects"), f"{ref}.jsonl"
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
-        import uuid  # only for Claude launches
+        return chosen_uuid(_NAMESPACE, session_id)
 
-        return str(uuid.uuid5(uuid.UUID(_NAMESPACE), session_id))
+    def headless(self, home: str, scratch: str) -> Headless:
+        """`claude -p … --output-format json --permission-mode acceptEdits` (file edits in
+        the work directory are allowed, as a user approving them would)."""
+        config = os.path.join(home, ".claude")
+        return Headless(
+            ("-p", PROMPT, "--output-format", "json", "--permission-mode", "acceptEdits"),
+            env={"CLAUDE_CONFIG_DIR": config, "CLAUDE_CODE_TMPDIR": scratch,
+                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
+                 "CLAUDE_CODE_MAX_RETRIES": "2"},
+            dirs=(config,), answer=json_result)
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         refuse(request.args, ("--resume", "-r", "--continue", "-c", "--session-id",
@@ -196,3 +214,15 @@ def sdk_options(plan: LaunchPlan) -> dict[str, object]:
         elif equals and name == "--allowedTools":
             options.setdefault("allowedTools", value.split(","))
     return options
+
+
+def json_result(stdout: str) -> str:
+    """The answer in `--output-format json`'s output: the last line's `result`."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict) and isinstance(value.get("result"), str):
+            return str(value["result"])
+    return stdout.strip()

@@ -36,13 +36,17 @@ from typing import NamedTuple
 
 from amux.adapters.base import (
     ENDPOINT_PROVIDER,
+    NOT_RESUMABLE,
     NOTHING,
+    PROMPT,
     AgentRequest,
     Channel,
     EndpointRequest,
     EndpointWiring,
     FinishedRun,
+    Headless,
     LaunchPlan,
+    ModelWire,
     Probe,
     Requirement,
     ResumeFlagRefused,
@@ -50,6 +54,7 @@ from amux.adapters.base import (
     SessionFiles,
     endpoint_api,
     first_line_version,
+    first_operand,
     ignored_on_resume,
     merge_instructions,
     no_kept_session,
@@ -102,6 +107,11 @@ def parse_toml_value(raw: str) -> str:
 
 class CodexAdapter:
     name = "codex"
+    display_name = "Codex"
+    model_wire: ModelWire = "responses"
+    key_variables = ("OPENAI_API_KEY",)
+    instruction_files = ("AGENTS.md", "AGENTS.override.md")
+    mcp_tool_prefix: str | None = ""  # the tool's own name, in the namespace `mcp__amux`
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
@@ -168,6 +178,14 @@ class CodexAdapter:
     def session_files(self, env: Mapping[str, str], state_dir: str) -> SessionFiles | None:
         return SessionFiles(os.path.join(codex_home(env), "sessions"), "rollout-*.jsonl",
                             pick_thread)
+
+    def headless(self, home: str, scratch: str) -> Headless:
+        """`codex exec -s workspace-write -o FILE …`, the answer read from FILE."""
+        codex_home = os.path.join(home, ".codex")
+        answer = os.path.join(scratch, "codex-last-message.txt")
+        return Headless(("exec", "--skip-git-repo-check", "-s", "workspace-write", "-o",
+                         answer, PROMPT), env={"CODEX_HOME": codex_home}, dirs=(codex_home,),
+                        answer_file=answer)
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         positional = [arg for arg in request.args if not arg.startswith("-")]
@@ -238,7 +256,6 @@ class CodexAdapter:
 
 # -- which thread a run created ---------------------------------------------------------------
 
-NOT_RESUMABLE = "; this amux session cannot be resumed"
 _VALUE_OPTIONS = frozenset((
     "-c", "--config", "--enable", "--disable", "--remote", "--remote-auth-token-env", "-i",
     "--image", "-m", "--model", "--local-provider", "-p", "--profile", "-s", "--sandbox", "-C",
@@ -328,14 +345,6 @@ def _epoch(stamp: object) -> float | None:
 
 
 def _subcommand(args: tuple[str, ...]) -> str | None:
-    """The first argument that is neither an option nor an option's value."""
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        if arg in _VALUE_OPTIONS:
-            index += 2
-            continue
-        if not arg.startswith("-"):
-            return arg
-        index += 1
-    return None
+    """Codex's subcommand (`exec`, `resume`, …), None for its interactive UI."""
+    index = first_operand(args, _VALUE_OPTIONS)
+    return None if index is None else args[index]

@@ -106,24 +106,11 @@ def codex_home(env: Mapping[str, str]) -> str:
 def take_overrides(args: tuple[str, ...], key: str | None) -> tuple[list[str], list[str]]:
     """(args without the `-c KEY=…` overrides, those overrides' raw TOML values); with
     `key` None every override is taken and the values are whole `KEY=VALUE` pairs."""
-    rest: list[str] = []
-    values: list[str] = []
-    index = 0
-    while index < len(args):
-        arg = args[index]
-        pair = None
-        if arg in ("-c", "--config") and index + 1 < len(args):
-            pair = args[index + 1]
-        elif arg.startswith("--config="):
-            pair = arg.removeprefix("--config=")
-        name, _, value = (pair or "").partition("=")
-        if pair is not None and (key is None or name.strip() == key):
-            values.append(pair if key is None else value)
-            index += 1 if arg.startswith("--config=") else 2
-            continue
-        rest.append(arg)
-        index += 1
-    return rest, values
+    def wanted(pair: str) -> bool:
+        return key is None or pair.partition("=")[0].strip() == key
+
+    rest, pairs = take_option(args, ("-c", "--config"), wanted)
+    return rest, pairs if key is None else [pair.partition("=")[2] for pair in pairs]
 
 
 def profile_name(args: tuple[str, ...]) -> str | None:

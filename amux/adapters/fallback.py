@@ -14,7 +14,10 @@ from amux.adapters.base import (
     AgentRequest,
     Channel,
     EndpointRefused,
+    Headless,
     LaunchPlan,
+    ModelWire,
+    PlanRefused,
     Probe,
     Requirement,
     no_kept_session,
@@ -26,6 +29,11 @@ from amux.adapters.base import (
 
 class FallbackAdapter:
     name = "fallback"
+    display_name = "an agent amux has no adapter for"
+    model_wire: ModelWire = "chat"
+    key_variables: tuple[str, ...] = ()
+    instruction_files: tuple[str, ...] = ()
+    mcp_tool_prefix: str | None = None
     channel: Channel = "none"
     tracks_sessions = False
     version_args: tuple[str, ...] | None = None
@@ -51,12 +59,21 @@ class FallbackAdapter:
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None
 
+    def headless(self, home: str, scratch: str) -> Headless:
+        raise PlanRefused(f"amux has no adapter for this agent (adapters: {_known()})")
+
     def plan(self, request: AgentRequest) -> LaunchPlan:
         agent = os.path.basename(request.executable)
         if request.endpoint is not None:
             raise EndpointRefused(f"--endpoint: amux knows no way to point {agent} at an "
-                                  "endpoint (adapters: claude, codex, pi); configure it in "
+                                  f"endpoint (adapters: {_known()}); configure it in "
                                   f"{agent}'s own settings and launch it without --endpoint")
         return LaunchPlan((request.executable, *request.args), warnings=(
             f"no memory capability for {agent}: amux knows no adapter for it, so it "
-            "launches unchanged (adapters: claude, codex, pi)",))
+            f"launches unchanged (adapters: {_known()})",))
+
+
+def _known() -> str:
+    from amux.adapters import ADAPTERS  # the registry imports this module
+
+    return ", ".join(ADAPTERS)

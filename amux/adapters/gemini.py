@@ -42,17 +42,21 @@ from amux.adapters import jsonc
 from amux.adapters.base import (
     NO_KEY,
     NOTHING,
+    PROMPT,
     AgentRequest,
     Channel,
     EndpointRequest,
     EndpointWiring,
+    Headless,
     LaunchPlan,
+    ModelWire,
     PlanFile,
     PlanMirror,
     PlanRefused,
     Probe,
     Requirement,
     chosen_session,
+    chosen_uuid,
     endpoint_api,
     first_line_version,
     merge_instructions,
@@ -148,6 +152,11 @@ def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
 
 class GeminiAdapter:
     name = "gemini"
+    display_name = "Gemini CLI"
+    model_wire: ModelWire = "gemini"
+    key_variables = ("GEMINI_API_KEY",)
+    instruction_files = ("GEMINI.md",)
+    mcp_tool_prefix: str | None = "mcp_amux_"
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
@@ -222,9 +231,19 @@ class GeminiAdapter:
         return os.path.join(gemini_home(env), ".gemini", "tmp"), f"session-*-{ref[:8]}.jsonl"
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
-        import uuid  # only for Gemini launches
+        return chosen_uuid(_NAMESPACE, session_id)
 
-        return str(uuid.uuid5(uuid.UUID(_NAMESPACE), session_id))
+    def headless(self, home: str, scratch: str) -> Headless:
+        """`gemini -p … --approval-mode auto_edit`. HOME is the run's, so the launch's mirror
+        is made from `home/.gemini`: API-key auth selected there (an endpoint launch forces
+        it too), and the work directory trusted by the variable (no trusted-folders file)."""
+        dot = os.path.join(home, ".gemini")
+        settings = json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}},
+                              indent=2) + "\n"
+        return Headless(("-p", PROMPT, "--approval-mode", "auto_edit"),
+                        env={"GEMINI_CLI_TRUST_WORKSPACE": "true"}, dirs=(dot,),
+                        files=(PlanFile(os.path.join(dot, "settings.json"), settings),),
+                        limits=(LIMITS,))
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         refuse(request.args, ("--resume", "-r", "--session-id", "--session-file",

@@ -42,12 +42,16 @@ from amux.adapters.base import (
     ENDPOINT_PROVIDER,
     MEMORY_TOOLS,
     NO_KEY,
+    NOT_RESUMABLE,
     NOTHING,
+    PROMPT,
     AgentRequest,
     Channel,
     EndpointRequest,
     FinishedRun,
+    Headless,
     LaunchPlan,
+    ModelWire,
     PlanFile,
     PlanRefused,
     Probe,
@@ -55,6 +59,7 @@ from amux.adapters.base import (
     SessionFiles,
     endpoint_api,
     first_line_version,
+    first_operand,
     no_kept_session,
     no_quick_exit_cause,
     refuse,
@@ -82,7 +87,6 @@ _VALUE_OPTIONS = frozenset({"--log-level", "--port", "--hostname", "--mdns-domai
 _SESSION_ID = re.compile(r"ses_[0-9A-Za-z]{20,40}")
 _NPM = {"openai": "@ai-sdk/openai-compatible", "anthropic": "@ai-sdk/anthropic"}
 """The AI SDK provider packages bundled in the binary, by API kind."""
-NOT_RESUMABLE = "; this amux session cannot be resumed"
 
 _PLUGIN = """\
 // amux: records the id of the OpenCode session this launch starts (written by amux, for
@@ -146,19 +150,6 @@ def _endpoint(endpoint: EndpointRequest) -> dict[str, Any]:
         "model": model, "small_model": model}
 
 
-def _subcommand(args: tuple[str, ...]) -> int | None:
-    """The index of the first argument that is neither an option nor an option's value."""
-    index = 0
-    while index < len(args):
-        if args[index] in _VALUE_OPTIONS:
-            index += 2
-        elif args[index].startswith("-"):
-            index += 1
-        else:
-            return index
-    return None
-
-
 def pick_session(run: FinishedRun) -> tuple[str | None, str | None]:
     """(The id the plugin recorded for `run`, or None and a warning saying why)."""
     if not run.files:
@@ -172,6 +163,11 @@ def pick_session(run: FinishedRun) -> tuple[str | None, str | None]:
 
 class OpenCodeAdapter:
     name = "opencode"
+    display_name = "OpenCode"
+    model_wire: ModelWire = "chat"
+    key_variables = ("OPENAI_API_KEY",)
+    instruction_files = ("AGENTS.md", "CLAUDE.md")
+    mcp_tool_prefix: str | None = "amux_"
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
@@ -235,10 +231,18 @@ class OpenCodeAdapter:
     def session_files(self, env: Mapping[str, str], state_dir: str) -> SessionFiles | None:
         return SessionFiles(state_dir, SESSION_FILE, pick_session, held=False)
 
+    def headless(self, home: str, scratch: str) -> Headless:
+        """`opencode run …` (its default permissions allow edits; an `ask` would be
+        rejected in `run`), every XDG directory under `home`, no update or model checks."""
+        dirs = xdg_dirs(home)
+        return Headless(("run", PROMPT), env={**dirs, "OPENCODE_DISABLE_AUTOUPDATE": "1",
+                                              "OPENCODE_DISABLE_MODELS_FETCH": "1"},
+                        dirs=tuple(dirs.values()))
+
     def plan(self, request: AgentRequest) -> LaunchPlan:
         refuse(request.args, ("-c", "--continue", "-s", "--session", "--fork"), "OpenCode")
         memory = request.memory
-        first = _subcommand(request.args)
+        first = first_operand(request.args, _VALUE_OPTIONS)
         command = None if first is None else request.args[first]
         if memory is not None and (command == "attach" or any(
                 arg.partition("=")[0] == "--attach" for arg in request.args)):

@@ -34,11 +34,14 @@ from amux.adapters.base import (
     ENDPOINT_PROVIDER,
     NO_KEY,
     NOTHING,
+    PROMPT,
     AgentRequest,
     Channel,
     EndpointRefused,
     EndpointWiring,
+    Headless,
     LaunchPlan,
+    ModelWire,
     PlanFile,
     Probe,
     Requirement,
@@ -158,6 +161,11 @@ def _endpoint(request: AgentRequest) -> EndpointWiring | None:
 
 class PiAdapter:
     name = "pi"
+    display_name = "Pi"
+    model_wire: ModelWire = "chat"
+    key_variables = ("OPENAI_API_KEY",)
+    instruction_files = ("AGENTS.md", "CLAUDE.md")
+    mcp_tool_prefix: str | None = None  # the CLI channel: `amux memory …` in its bash tool
     channel: Channel = "cli"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
@@ -206,6 +214,12 @@ class PiAdapter:
 
     def kept_session(self, ref: str, env: Mapping[str, str]) -> tuple[str, str] | None:
         return os.path.dirname(ref), os.path.basename(ref)  # the file amux names
+
+    def headless(self, home: str, scratch: str) -> Headless:
+        """`pi -p …`, offline (no update or model-list checks)."""
+        agent_dir = os.path.join(home, ".pi", "agent")
+        return Headless(("-p", PROMPT), env={"PI_CODING_AGENT_DIR": agent_dir,
+                                             "PI_OFFLINE": "1"}, dirs=(agent_dir,))
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         refuse(request.args, ("--session", "--continue", "-c", "--resume", "-r", "--fork",

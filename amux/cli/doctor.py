@@ -27,8 +27,8 @@ def doctor_main(argv: list[str]) -> int:
     from amux.client.wire import ClientError
 
     parser = strict_parser(prog="amux doctor", description="Check, read-only, the Hub, this "
-                           "caller's scope and memory, and each known agent (claude, codex, "
-                           "pi, gemini, opencode) with the flags and variables amux relies "
+                           "caller's scope and memory, and each known agent ("
+                           + ", ".join(ADAPTERS) + ") with the flags and variables amux relies "
                            "on in it; each problem names the command that fixes it. Exit 1 "
                            "when something needs attention.")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from amux.eval.agents import EvalAgent
+    from amux.adapters.base import Adapter, ModelWire
 
 _DESCRIPTION = (
     "Run the memory scenarios (remember and recall, correct, forget, injected text in "
@@ -19,11 +19,7 @@ _DESCRIPTION = (
     "rates. Before the run the agent's first request is measured and checked against the "
     "endpoint's context window (Ollama's is read from the server).")
 _EPILOG = (
-    "Base URL: what the agent itself takes: Claude Code's ANTHROPIC_BASE_URL (e.g. "
-    "https://api.anthropic.com or http://localhost:11434), the OpenAI-compatible base for "
-    "Codex, Pi and OpenCode (e.g. http://localhost:11434/v1), Gemini CLI's "
-    "GOOGLE_GEMINI_BASE_URL (a Gemini API server's root, e.g. "
-    "https://generativelanguage.googleapis.com). Progress goes to standard error (a "
+    "Base URL: what the agent itself takes: {bases}. Progress goes to standard error (a "
     "bar on a terminal, a line per sample otherwise), the summary to standard output. "
     "Exit status: 0 the evaluation ran and its results stand, whatever the pass rates; "
     "1 it could not run (agent not found, the --json FILE cannot be written, nothing "
@@ -42,7 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="amux eval", description="Evaluations of amux "
                                      "memory with real agents and models.")
     commands = parser.add_subparsers(dest="command", required=True)
-    live = commands.add_parser("live", description=_DESCRIPTION, epilog=_EPILOG,
+    live = commands.add_parser("live", description=_DESCRIPTION,
+                               epilog=_EPILOG.format(bases=_bases(AGENTS)),
                                help="the live evaluation against a model endpoint")
     live.add_argument("--agent", required=True, choices=tuple(AGENTS),
                       help="the agent CLI to evaluate: " + ", ".join(AGENTS))
@@ -73,11 +70,28 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _default_keys(agents: Mapping[str, EvalAgent]) -> str:
+_BASES: dict[ModelWire, str] = {
+    "anthropic": "the Anthropic API root (e.g. https://api.anthropic.com or "
+                 "http://localhost:11434)",
+    "responses": "the OpenAI-compatible base (e.g. http://localhost:11434/v1)",
+    "chat": "the OpenAI-compatible base (e.g. http://localhost:11434/v1)",
+    "gemini": "a Gemini API server's root (e.g. https://generativelanguage.googleapis.com)",
+}
+
+
+def _bases(agents: Mapping[str, Adapter]) -> str:
+    """"the Anthropic API root (…) for Claude Code; the OpenAI-compatible base (…) for …"."""
+    by_base: dict[str, list[str]] = {}
+    for agent in agents.values():
+        by_base.setdefault(_BASES[agent.model_wire], []).append(agent.display_name)
+    return "; ".join(f"{base} for {_listed(names)}" for base, names in by_base.items())
+
+
+def _default_keys(agents: Mapping[str, Adapter]) -> str:
     """"ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex, pi and opencode, …"."""
     by_variable: dict[str, list[str]] = {}
     for name, agent in agents.items():
-        by_variable.setdefault(agent.key_variable, []).append(name)
+        by_variable.setdefault(agent.key_variables[0], []).append(name)
     return ", ".join(f"{variable} for {_listed(names)}"
                      for variable, names in by_variable.items())
 

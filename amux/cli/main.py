@@ -114,12 +114,13 @@ _PROTOCOL: Rows = (("show [--mcp|--cli]", "print the protocol text for one memor
 
 def _top_level() -> Rows:
     """Every command, the memory ones from the client's own table."""
+    from amux.adapters import ADAPTERS
     from amux.client.cli import COMMANDS
 
     return (
         *((f"memory {name}", command.help) for name, command in COMMANDS.items()),
-        ("run [OPTIONS] AGENT [-- ARGS...]", "launch a coding agent (claude, codex, pi, gemini, "
-         "opencode) with amux memory; --dry-run prints the plan, --resume ID resumes a session"),
+        ("run [OPTIONS] AGENT [-- ARGS...]", f"launch a coding agent ({', '.join(ADAPTERS)}) "
+         "with amux memory; --dry-run prints the plan, --resume ID resumes a session"),
         ("sessions list|show ID|prune", "what each `amux run` session froze; prune old "
          "ones and ones that cannot be resumed"),
         ("doctor", "check the set-up: Hub, connection, agents, memory health"),

@@ -5,7 +5,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from amux.adapters.base import ENDPOINT_APIS, PlanRefused
+from amux.adapters import ADAPTERS
+from amux.adapters.base import ENDPOINT_APIS, MODEL_WIRE_APIS, PlanRefused
 from amux.client.args import strict_parser
 from amux.client.cli import report
 from amux.client.home import amux_home
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
 _DESCRIPTION = (
     "Launch a coding agent with amux memory: the binding is resolved once and frozen for the "
     "session, a short fixed protocol joins the agent's own instructions, and the agent's "
-    "native auto-memory is turned off for this launch. Adapters: claude, codex, pi, gemini, "
-    "opencode; any other command runs unchanged, without memory.")
+    "native auto-memory is turned off for this launch. Adapters: {agents}; any other "
+    "command runs unchanged, without memory.")
 _EPILOG = (
     "Everything after `--` goes to the agent unchanged, except what amux merges (e.g. "
     "Claude's --append-system-prompt). The agent's own resume flags are refused: use "
@@ -28,7 +29,9 @@ _EPILOG = (
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = strict_parser(prog="amux run", description=_DESCRIPTION, epilog=_EPILOG,
+    agents = ", ".join(ADAPTERS)
+    parser = strict_parser(prog="amux run", description=_DESCRIPTION.format(agents=agents),
+                           epilog=_EPILOG,
                            usage="amux run [--dry-run] [--resume ID|last] [--as-user USER "
                            "[--pass-env NAME]...] [--endpoint URL --model NAME "
                            "[--endpoint-api KIND] [--endpoint-key-env VAR]] [AGENT] "
@@ -55,14 +58,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--endpoint-api", metavar="KIND", choices=ENDPOINT_APIS,
                         help="with --endpoint: what it speaks, openai (Chat Completions or "
                         "Responses), anthropic (Messages) or gemini (the Gemini API); "
-                        "default: anthropic for claude, gemini for gemini, openai for the "
-                        "others")
+                        f"default: what the agent speaks ({_kinds()})")
     parser.add_argument("--endpoint-key-env", metavar="VAR",
                         help="with --endpoint: the environment variable holding its API key "
                         "(default: none, for a local server); the key is never put in argv")
-    parser.add_argument("agent", nargs="?", help="claude, codex, pi, gemini, opencode, or any "
-                        "command")
+    parser.add_argument("agent", nargs="?", help=f"{agents}, or any command")
     return parser
+
+
+def _kinds() -> str:
+    """"anthropic for claude, openai for codex, opencode and pi, …": each adapter's own."""
+    by_kind: dict[str, list[str]] = {}
+    for name, adapter in ADAPTERS.items():
+        by_kind.setdefault(MODEL_WIRE_APIS[adapter.model_wire], []).append(name)
+    return ", ".join(f"{kind} for {', '.join(names)}" for kind, names in by_kind.items())
 
 
 _VALUED = ("--resume", "--as-user", "--pass-env", "--endpoint", "--model", "--endpoint-api",

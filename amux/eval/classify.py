@@ -14,7 +14,7 @@ when none fired):
 - `fabricated` — text the session added to memory carries a concrete detail the user
   never gave: a number, or a code identifier (`snake_case`), found neither in the
   scenario's prompts, the seeded memory, the repository nor today's date.
-- `wrong_place` — a write outside memory: AGENTS.md/CLAUDE.md/GEMINI.md or the agent's
+- `wrong_place` — a write outside memory: an agent's instruction file or the agent's
   native memory (any write), or a repository file or local note carrying the scenario's
   facts.
 - `no_tool_call` — a turn that needed memory made no memory call: a save, correction or

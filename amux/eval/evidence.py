@@ -2,10 +2,9 @@
 
 1. **The conversation** as the recording proxy saw it (`amux.eval.proxy`): every tool call
    the model made, with the result the agent sent back, read from the history each model
-   request carries. Memory calls are the `amux` MCP tools (Claude's `mcp__amux__memory_*`,
-   Codex's `memory_*` in the `mcp__amux` namespace, Gemini CLI's `mcp_amux_memory_*`,
-   OpenCode's `amux_memory_*`) and `amux memory …` commands in a shell tool (Pi, or any
-   agent that shells out). This is the model's own view, the same for every
+   request carries. Memory calls are the `amux` MCP tools, named as each adapter says its
+   agent names them (`mcp_tool_prefix`), and `amux memory …` commands in a shell tool (Pi,
+   or any agent that shells out). This is the model's own view, the same for every
    agent, and it includes calls the agent refused to carry out.
 2. **The store** before and after, through the Hub API: what the memory calls did.
 3. **Files** under the run root (work directory and agent home) before and after: writes
@@ -22,16 +21,20 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
+from amux.adapters import ADAPTERS
+from amux.adapters.base import MEMORY_TOOLS
 from amux.eval import wire
 from amux.eval.proxy import Exchange
 from amux.eval.workspace import FileState
 
 Place = Literal["agents_md", "native_memory", "repository", "local_note"]
+INSTRUCTION_FILES = frozenset(name.lower() for adapter in ADAPTERS.values()
+                              for name in adapter.instruction_files)
+"""Every agent's project instruction files (lower case), from the adapters."""
 PLACES: dict[Place, str] = {
-    "agents_md": "AGENTS.md/CLAUDE.md/GEMINI.md", "native_memory": "the agent's native memory",
+    "agents_md": "an instruction file", "native_memory": "the agent's native memory",
     "repository": "a repository file", "local_note": "a local note",
 }
-INSTRUCTION_FILES = frozenset({"agents.md", "claude.md", "agents.override.md", "gemini.md"})
 NATIVE_SEGMENTS = frozenset({"memory", "memories", "memories_v2"})
 NOTE_SUFFIXES = frozenset({".md", ".markdown", ".txt", ".org", ".rst", ".note", ".notes", ""})
 WRITE_TOOLS = re.compile(r"^(?:write|edit|multiedit|notebookedit|create_file|str_replace"
@@ -39,8 +42,10 @@ WRITE_TOOLS = re.compile(r"^(?:write|edit|multiedit|notebookedit|create_file|str
                          r"|replace)$", re.IGNORECASE)
 SHELL_TOOLS = re.compile(r"^(?:bash|shell|local_shell|exec_command|shell_command|run_command"
                          r"|run_shell_command|terminal)$", re.IGNORECASE)
-_MCP = re.compile(r"^(?:mcp__amux__|mcp_amux_|amux_)?(memory_search|memory_get|memory_upsert"
-                  r"|memory_forget|result_continue)$")
+_PREFIXES = sorted({adapter.mcp_tool_prefix for adapter in ADAPTERS.values()
+                    if adapter.mcp_tool_prefix}, key=len, reverse=True)
+_MCP = re.compile("^(?:" + "|".join(map(re.escape, _PREFIXES)) + ")?("
+                  + "|".join(MEMORY_TOOLS) + ")$")
 _CLI = re.compile(r"\bamux\s+memory\s+(search|show|get|upsert|forget|list|export|edit)\b"
                   r"([^\n;&|]*)")
 _CLI_OPS = {"search": "search", "show": "get", "get": "get", "upsert": "upsert",

@@ -38,8 +38,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from amux.adapters.base import Adapter
 from amux.eval import context, wire
-from amux.eval.agents import AGENTS, Endpoint, EvalAgent, Homes, find_binary
+from amux.eval.agents import (
+    AGENTS,
+    KEY_VARIABLE,
+    Endpoint,
+    Homes,
+    credential,
+    find_binary,
+    prepare,
+    read_answer,
+    turn_args,
+)
 from amux.eval.classify import LABELS, classify
 from amux.eval.evidence import Turn, collect
 from amux.eval.progress import progress_for
@@ -86,11 +97,12 @@ class LiveOptions:
 class _Session:
     """Everything one sample's turns share: the agent, its endpoint, the run root."""
 
-    def __init__(self, agent: EvalAgent, binary: Path, endpoint: Endpoint, homes: Homes,
+    def __init__(self, agent: Adapter, binary: Path, endpoint: Endpoint, homes: Homes,
                  hub: EvalHub, timeout: float, extra: Mapping[str, str]) -> None:
-        self.agent, self.binary, self.endpoint, self.homes = agent, binary, endpoint, homes
+        self.binary, self.endpoint, self.homes = binary, endpoint, homes
         self.hub, self.timeout, self.extra = hub, timeout, extra
         homes.make()
+        self.plan = homes.headless(agent)
         make_repository(homes.work)
         self.env = self._environment()
 
@@ -99,7 +111,7 @@ class _Session:
         env.update({"HOME": str(self.homes.home), "TMPDIR": str(self.homes.scratch),
                     "TERM": "dumb", "NO_COLOR": "1", "AMUX_HOME": str(self.hub.home),
                     "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
-        env.update(self.agent.configure(self.homes))
+        env.update(prepare(self.plan))
         self.options, key = self.endpoint.launch_options()
         env.update(key)
         env.update(self.extra)
@@ -112,7 +124,7 @@ class _Session:
         turn.store_before = self.hub.documents()
         proxy.tag = tag
         argv = [sys.executable, "-m", "amux", "run", *self.options, str(self.binary), "--",
-                *self.agent.turn(self.homes, prompt)]
+                *turn_args(self.plan, prompt)]
         started = time.monotonic()
         process = subprocess.Popen(argv, cwd=self.homes.work, env=self.env,
                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
@@ -130,8 +142,8 @@ class _Session:
         turn.stderr = stderr
         warned = [line.removeprefix(_WARNING) for line in stderr.splitlines()
                   if line.startswith(_WARNING)]
-        turn.warnings = [warning for warning in warned if warning not in self.agent.limits]
-        turn.answer = self.agent.answer(self.homes, stdout)
+        turn.warnings = [warning for warning in warned if warning not in self.plan.limits]
+        turn.answer = read_answer(self.plan, stdout)
         turn.store_after = self.hub.documents()
         changes = changed(files_before, snapshot(self.homes.root))
         return collect(turn, proxy.exchanges(tag), changes, self.homes.root, tokens)
@@ -179,13 +191,12 @@ def run_live(options: LiveOptions) -> tuple[int, dict[str, Any]]:
         raise HarnessError(f"{agent.name} not found: give --agent-bin PATH, put it on PATH, "
                            "or run `npm ci --prefix fixtures/npm` in an amux checkout")
     report["agent_binary"] = str(binary)
-    key = os.environ.get(options.api_key_env or agent.key_variable) or None
-    token = os.environ.get("ANTHROPIC_AUTH_TOKEN") if agent.name == "claude" else None
+    given = credential(agent, options.api_key_env)
     runs = options.keep or Path(tempfile.mkdtemp(prefix="amux-eval-runs-"))
     runs.mkdir(parents=True, exist_ok=True)
     try:
         with EvalHub() as hub:
-            code = _run(options, agent, binary, key, token, selected, hub, runs, report)
+            code = _run(options, agent, binary, given, selected, hub, runs, report)
     finally:
         if options.keep is None:
             shutil.rmtree(runs, ignore_errors=True)
@@ -196,8 +207,8 @@ def run_live(options: LiveOptions) -> tuple[int, dict[str, Any]]:
     return code, report
 
 
-def _run(options: LiveOptions, agent: EvalAgent, binary: Path, key: str | None,
-         token: str | None, selected: list[Scenario], hub: EvalHub, runs: Path,
+def _run(options: LiveOptions, agent: Adapter, binary: Path,
+         given: tuple[str, str] | None, selected: list[Scenario], hub: EvalHub, runs: Path,
          report: dict[str, Any]) -> int:
     out = options.out or sys.stdout
     problem = context.unreachable(options.base_url)
@@ -206,7 +217,8 @@ def _run(options: LiveOptions, agent: EvalAgent, binary: Path, key: str | None,
     print(f"amux eval live: measuring the first request {agent.name} sends ...",
           file=options.progress or sys.stderr, flush=True)
     size = _capture(agent, binary, hub, runs / "capture", options)
-    window = context.probe(options.base_url, options.model, key, wire=agent.wire)
+    key = given[1] if given is not None and given[0] == KEY_VARIABLE else None
+    window = context.probe(options.base_url, options.model, key, wire=agent.model_wire)
     refused = context.refusal(agent.name, options.model, size, window)
     warning = context.tight(size, window)
     report["context"] = {
@@ -233,7 +245,7 @@ def _run(options: LiveOptions, agent: EvalAgent, binary: Path, key: str | None,
     # The bar lives only while samples run: nothing else is printed meanwhile.
     with Proxy(options.base_url) as proxy, progress_for(
             options.progress or sys.stderr, len(selected) * options.samples) as progress:
-        endpoint = Endpoint(proxy.base_url(options.base_url), options.model, key, token)
+        endpoint = Endpoint(proxy.base_url(options.base_url), options.model, given)
         for scenario in selected:
             result = Result(scenario)
             results.append(result)
@@ -274,12 +286,12 @@ def _run(options: LiveOptions, agent: EvalAgent, binary: Path, key: str | None,
     return EXIT_RAN
 
 
-def _capture(agent: EvalAgent, binary: Path, hub: EvalHub, root: Path,
+def _capture(agent: Adapter, binary: Path, hub: EvalHub, root: Path,
              options: LiveOptions) -> wire.Size:
     """The agent's first request, measured with the proxy answering locally."""
     hub.reset({})
     with Proxy(None) as capture:
-        endpoint = Endpoint(capture.base_url(options.base_url), options.model, None)
+        endpoint = Endpoint(capture.base_url(options.base_url), options.model)
         session = _Session(agent, binary, endpoint, Homes(root), hub,
                            min(options.timeout, 300.0), options.env)
         turn = session.turn(0, CAPTURE_PROMPT, capture, "capture")

@@ -24,9 +24,11 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-WireName = Literal["anthropic", "responses", "chat", "gemini"]
+from amux.adapters.base import ModelWire
+
+WireName = ModelWire
 SSE = "text/event-stream"
 JSON = "application/json"
 CHARS_PER_TOKEN = 4

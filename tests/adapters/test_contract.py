@@ -9,7 +9,7 @@ import pytest
 import tomlkit
 
 from amux.adapters import ADAPTERS, for_agent
-from amux.adapters.base import AgentRequest, LaunchPlan, Memory, ResumeFlagRefused
+from amux.adapters.base import PROMPT, AgentRequest, LaunchPlan, Memory, ResumeFlagRefused
 from amux.adapters.fallback import FallbackAdapter
 from amux.protocol.render import render
 from tests.adapters.test_hooks import FakeProbe
@@ -243,3 +243,19 @@ def test_instructions_given_again_on_resume_are_reported_not_merged(
     assert len(resumed.warnings) == 1 and fragment in resumed.warnings[0]
     assert "start a new session to change them" in resumed.warnings[0]
     assert not plan(name, resume=True, frozen=first.instructions).warnings  # none given
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_agent_fact_is_the_adapters(name: str) -> None:
+    """What eval, doctor, help and messages say of an agent comes from its adapter: a name
+    for people, its credential variables, instruction files, MCP tool naming (exactly for
+    an MCP channel) and one headless turn that stays in the run's home."""
+    adapter = ADAPTERS[name]
+    assert adapter.name == name and adapter.display_name and adapter.key_variables
+    assert adapter.instruction_files and all("/" not in f for f in adapter.instruction_files)
+    assert (adapter.mcp_tool_prefix is None) == (adapter.channel != "mcp")
+    headless = adapter.headless("/run/home", "/run/tmp")
+    assert headless.args.count(PROMPT) == 1
+    for path in (*headless.dirs, *(file.path for file in headless.files),
+                 *([headless.answer_file] if headless.answer_file else [])):
+        assert path.startswith(("/run/home/", "/run/tmp/")), path

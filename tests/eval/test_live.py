@@ -352,7 +352,7 @@ def test_gemini_writing_gemini_md_is_the_wrong_place(tmp_path: Path) -> None:
         [result] = model.tool_results("write_file")
     assert categories(report) == {"remember": ["wrong_place"]}
     assert flags(report, "remember") == {
-        "wrong_place": [f"turn 1: call {gemini_md} in AGENTS.md/CLAUDE.md/GEMINI.md "
+        "wrong_place": [f"turn 1: call {gemini_md} in an instruction file "
                         "(carries daily_yield, 6543)"],
         "no_tool_call": ["turn 1: no memory write", "turn 2: no memory read for the recall"]}
     assert result.is_error and not gemini_md.exists()  # the launch's policy denied it
@@ -392,6 +392,6 @@ def test_opencode_remembers_through_its_mcp_tools_and_edits_agents_md(tmp_path: 
     assert saved["model_requests"] == len(saved["prompt_tokens"]) == 3
     assert [c["op"] for c in turn(report, "remember", 2)["memory_calls"]] == ["search"]
     assert flags(report, "ordinary") == {"wrong_place": [
-        f"turn 1: call {agents_md} in AGENTS.md/CLAUDE.md/GEMINI.md",
-        "turn 1: file work/AGENTS.md in AGENTS.md/CLAUDE.md/GEMINI.md"]}
+        f"turn 1: call {agents_md} in an instruction file",
+        "turn 1: file work/AGENTS.md in an instruction file"]}
     assert agents_md.read_text() == "mul(6, 7) is 42\n"

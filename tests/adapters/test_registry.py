@@ -1,0 +1,141 @@
+"""Adding an agent takes its adapter module and one registry line, nothing else: a
+throwaway agent added that way to a copy of amux is seen by `amux run` (its help, a dry
+run and a real launch with memory), `amux doctor`, `amux eval live` and `amux --help`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import amux
+
+PACKAGE = Path(amux.__file__).resolve().parent
+
+TOY = '''"""A throwaway agent: `toy [--instructions TEXT] [--session ID] ARGS...`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from amux.adapters.base import (
+    NOTHING, PROMPT, AgentRequest, Channel, Headless, LaunchPlan, ModelWire, Probe,
+    Requirement, first_line_version, merge_instructions, no_kept_session,
+    no_quick_exit_cause, no_session_files, no_user_settings, refuse,
+)
+
+
+class ToyAdapter:
+    name = "toy"
+    display_name = "Toy"
+    channel: Channel = "cli"
+    tracks_sessions = True
+    version_args: tuple[str, ...] | None = ("--version",)
+    probe_env: Mapping[str, str] = NOTHING
+    version = first_line_version
+    requires = (Requirement("flag", "--instructions", "the memory protocol reaches Toy"),)
+    package: str | None = None
+    quick_exit_hint: str | None = None
+    model_wire: ModelWire = "chat"
+    key_variables = ("TOY_API_KEY",)
+    instruction_files = ("TOY.md",)
+    mcp_tool_prefix: str | None = None
+    session_files = no_session_files
+    kept_session = no_kept_session
+    user_settings = no_user_settings
+    quick_exit_cause = no_quick_exit_cause
+
+    def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
+        return ()
+
+    def isolated_env(self, home: str) -> Mapping[str, str | None]:
+        return {}
+
+    def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
+        return "toy-" + session_id
+
+    def headless(self, home: str, scratch: str) -> Headless:
+        return Headless(("--print", PROMPT), env={"TOY_HOME": home})
+
+    def plan(self, request: AgentRequest) -> LaunchPlan:
+        refuse(request.args, ("--session",), "Toy")
+        session = ("--session", request.agent_session or "")
+        if request.memory is None:
+            return LaunchPlan((request.executable, *session, *request.args),
+                              agent_session=request.agent_session)
+        text = request.frozen_instructions or merge_instructions(
+            list(request.user_instructions), request.memory.protocol) or ""
+        return LaunchPlan((request.executable, *session, "--instructions", text,
+                           *request.args), env=dict(request.memory.env),
+                          path=(request.memory.bin_dir,), channel="cli", instructions=text,
+                          agent_session=request.agent_session)
+'''
+
+AGENT = """#!/bin/sh
+if [ "$1" = --version ]; then echo "toy 1.0 --instructions --session"; exit 0; fi
+printf '%s\\n' "$@" > "$TOY_RECORD"
+command -v amux >> "$TOY_RECORD"
+"""
+
+
+@pytest.fixture
+def copy_with_toy(tmp_path: Path) -> Path:
+    """A copy of the amux package with the toy adapter module and its registry line."""
+    root = tmp_path / "pkg"
+    shutil.copytree(PACKAGE, root / "amux", ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "amux" / "adapters" / "toy.py").write_text(TOY)
+    registry = root / "amux" / "adapters" / "__init__.py"
+    text = registry.read_text()
+    line = '"pi": "PiAdapter"}'
+    assert line in text, "the registry's last entry moved: update this test"
+    registry.write_text(text.replace(line, '"pi": "PiAdapter", "toy": "ToyAdapter"}'))
+    return root
+
+
+def test_an_adapter_module_and_its_registry_line_are_all_an_agent_needs(
+        copy_with_toy: Path, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "toy").write_text(AGENT)
+    (bin_dir / "toy").chmod(0o755)
+    record = tmp_path / "record"
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AMUX_")}
+    env.update({"PYTHONPATH": str(copy_with_toy), "AMUX_HOME": str(tmp_path / "home"),
+                "HOME": str(tmp_path), "TOY_RECORD": str(record),
+                "PATH": f"{bin_dir}{os.pathsep}{env['PATH']}"})
+
+    def amux_cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "amux", *args], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)
+
+    try:
+        assert "toy" in amux_cli("--help").stdout
+        assert "Adapters: claude, codex, gemini, opencode, pi, toy" in " ".join(
+            amux_cli("run", "--help").stdout.split())
+        assert amux_cli("system", "config", "set", "memory.enabled", "true").returncode == 0
+        dry = amux_cli("run", "--dry-run", "toy", "--", "hello")
+        assert dry.returncode == 0, dry.stderr
+        plan = json.loads(dry.stdout)
+        assert plan["adapter"] == "toy" and plan["channel"] == "cli"
+        launched = amux_cli("run", "toy", "--", "hello")
+        assert launched.returncode == 0, launched.stderr
+        argv = record.read_text().splitlines()
+        assert argv[0] == "--session" and argv[1].startswith("toy-")
+        assert "amux memory protocol" in argv[3] and "hello" in argv
+        assert argv[-1].endswith("/amux")  # the memory CLI on the agent's PATH
+        assert "resume it with: amux run --resume" in launched.stderr
+        doctor = json.loads(amux_cli("doctor", "--json").stdout)
+        [toy] = [agent for agent in doctor["agents"] if agent["name"] == "toy"]
+        assert toy["found"] and toy["version"] == "toy 1.0 --instructions --session"
+        assert "TOY_API_KEY for toy" in " ".join(amux_cli("eval", "live", "--help").stdout.split())
+        evaluated = amux_cli("eval", "live", "--agent", "toy", "--endpoint",
+                             "http://127.0.0.1:9/v1", "--model", "m")
+        assert evaluated.returncode == 1 and "127.0.0.1:9" in evaluated.stderr, evaluated.stderr
+    finally:
+        amux_cli("hub", "stop")
