@@ -120,7 +120,12 @@ def context_names(settings: Mapping[str, Any], where: str) -> list[str]:
 
 
 def _policy(names: list[str]) -> str:
-    """This launch's policy: the amux tools allowed, native memory writes denied."""
+    """This launch's policy: the amux tools allowed, native memory writes denied. A context
+    file is denied however the model spells its path: bare (`GEMINI.md`, which Gemini
+    resolves in the work directory), `./`, absolute, or through `..` (Gemini matches the
+    pattern against the arguments as the model wrote them). Gemini drops, with only a
+    debug message, a pattern its ReDoS check calls unsafe (a quantified group such as
+    `(…/)?`), so the optional directory is the alternation `(|…/)`."""
     files = "|".join(re.escape(name) for name in names)
     rules = ['# amux run: this launch\'s policy (written by amux for this session only)\n'
              '[[rule]]\nmcpName = "amux"\ntoolName = "*"\ndecision = "allow"\n'
@@ -128,7 +133,8 @@ def _policy(names: list[str]) -> str:
     for tool in ("write_file", "replace"):
         rules.append(
             f'[[rule]]\ntoolName = "{tool}"\n'
-            f"argsPattern = '\"file_path\":\"[^\"]*(/({files})\"|/\\.gemini/tmp/[^\"]*/memory/)'\n"
+            f"argsPattern = '\"file_path\":\"((|[^\"]*/)({files})\"|[^\"]*/\\.gemini/tmp/"
+            "[^\"]*/memory/)'\n"
             'decision = "deny"\npriority = 950\n'
             'denyMessage = "amux: Gemini\'s own memory is off for this session; save to amux '
             'memory (the mcp_amux_memory_upsert tool) instead."\n')

@@ -79,7 +79,8 @@ def test_the_protocol_follows_the_users_first_global_context_file() -> None:
 
 @pytest.mark.parametrize(("path", "denied"), [
     ("/w/GEMINI.md", True), ("/w/sub/AGENTS.md", True),
-    (f"{MIRROR}/.gemini/AGENTS.md", True),
+    (f"{MIRROR}/.gemini/AGENTS.md", True), ("GEMINI.md", True), ("./AGENTS.md", True),
+    ("sub/../GEMINI.md", True), ("../w/AGENTS.md", True),
     ("/home/u/.gemini/tmp/w/memory/MEMORY.md", True),
     ("/w/notes.md", False), ("/w/GEMINI.md.bak", False), ("/w/MYGEMINI.md", False),
 ])
@@ -91,6 +92,9 @@ def test_the_policy_denies_writes_to_geminis_own_memory_files(path: str, denied:
     assert sorted(rule["toolName"] for rule in deny) == ["replace", "write_file"]
     args = json.dumps({"file_path": path, "content": "x"}, separators=(",", ":"))
     assert all(bool(re.search(rule["argsPattern"], args)) is denied for rule in deny)
+    # Gemini 0.61.0 drops a rule whose pattern its ReDoS heuristic calls unsafe
+    # (isSafeRegExp: a group with a quantifier inside, quantified itself).
+    assert not any(re.search(r"\([^)]*[*+?{].*\)[*+?{]", rule["argsPattern"]) for rule in deny)
     assert launch.argv[3:5] == ("--policy", f"{SESSION_DIR}/gemini-policy.toml")
 
 

@@ -113,21 +113,42 @@ def test_gemini_story(memory_hub: HubProcess, tmp_path: Path) -> None:
     assert not list(memory_hub.home.glob("sessions/*/gemini-home"))
 
 
+CONTEXT_SPELLINGS = ("GEMINI.md", "./GEMINI.md", "{work}/GEMINI.md", "sub/../GEMINI.md",
+                     "AGENTS.md", "../work/AGENTS.md")
+"""How a model may name a context file (the project's GEMINI.md, and AGENTS.md, a name of
+the user's `context.fileName`): bare, `./`, absolute, through `..`."""
+
+
 def test_gemini_cannot_write_its_own_memory_files(memory_hub: HubProcess,
                                                   tmp_path: Path) -> None:
-    """(4) With its file tools on (`--approval-mode auto_edit`), a write to the project's
-    GEMINI.md is denied by the launch's policy; another file is written."""
+    """(4) With its file tools on and nothing to confirm (`--yolo`, a flag users pass), a
+    write to a context file is denied by the launch's policy however the model spells the
+    path; another file is written. The control, plain Gemini given the same calls, writes
+    each spelling."""
     work = tmp_path / "work"
-    note, other = work / "GEMINI.md", work / "notes.txt"
-    with MockModel([ToolCall("write_file", {"file_path": str(note), "content": "- tabs\n"}),
-                    ToolCall("write_file", {"file_path": str(other), "content": "ok\n"}),
-                    Text("Done.")]) as model:
-        env = user_env(tmp_path, model)
-        gemini_run(memory_hub, env, work, "--approval-mode", "auto_edit", "-p", "Note it.")
-    denied, written = model.tool_results("write_file")
-    assert "denied by policy" in denied.text and "amux memory" in denied.text
-    assert not note.exists()
-    assert not written.is_error and other.read_text() == "ok\n"
+    (work / "sub").mkdir(parents=True)
+    calls = [ToolCall("write_file", {"file_path": path.format(work=work),
+                                     "content": f"- tabs {number}\n"})
+             for number, path in enumerate(CONTEXT_SPELLINGS)]
+    other = ToolCall("write_file", {"file_path": "notes.txt", "content": "ok\n"})
+    with MockModel([*calls, other, Text("Done.")], [*calls, Text("Done.")]) as model:
+        env = gemini_env(tmp_path, model, {"context": {"fileName": ["GEMINI.md", "AGENTS.md"]}})
+        gemini_run(memory_hub, env, work, "--yolo", "-p", "Note it.")
+        launched = model.tool_results("write_file")
+        assert not (work / "GEMINI.md").exists() and not (work / "AGENTS.md").exists()
+        control = subprocess.run([str(npm_bin("gemini")), "--yolo", "-p", "Note it."],
+                                 cwd=work, env=env, stdin=subprocess.DEVNULL,
+                                 capture_output=True, text=True, timeout=120)
+        assert control.returncode == 0, control.stderr[-2000:]
+    *denied, written = launched
+    for path, result in zip(CONTEXT_SPELLINGS, denied, strict=True):
+        assert "denied by policy" in result.text and "amux memory" in result.text, (path,
+                                                                                     result)
+    assert not written.is_error and (work / "notes.txt").read_text() == "ok\n"
+    plain = model.tool_results("write_file")[len(launched):]
+    assert [result.is_error for result in plain] == [False] * len(CONTEXT_SPELLINGS), plain
+    assert (work / "GEMINI.md").read_text() == "- tabs 3\n"
+    assert (work / "AGENTS.md").read_text() == "- tabs 5\n"
 
 
 def test_gemini_with_memory_off_and_the_hub_down(memory_hub: HubProcess,
