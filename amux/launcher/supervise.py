@@ -19,7 +19,10 @@ orphaning it; such a group-wide signal reaches the agent twice, directly and for
 
 Signals sent to the launcher (HUP, INT, QUIT, TERM, USR1, USR2, WINCH) are forwarded to the
 agent's pid; the launcher waits until the agent exits, whatever it receives. Signals ignored
-when supervise() starts (`nohup`) stay ignored, by both, as in a direct run.
+when supervise() starts (`nohup`) stay ignored, by both, as in a direct run. A request to
+stop (TERM, HUP) is bounded: an agent still running `STOP_GRACE` seconds after it was
+forwarded is killed with every process it started (an interactive Gemini CLI ignores
+SIGTERM), so the launcher can clean up and revoke the session's token.
 
 Limits: supervise() installs signal handlers, so it runs in the main thread; the launcher
 must not write to the terminal while the agent owns it (with `stty tostop` that would stop
@@ -28,6 +31,7 @@ the launcher); a SIGKILLed launcher cannot clean up, and its agent is orphaned.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -40,6 +44,12 @@ _Handler = Callable[[int, FrameType | None], None] | signal.Handlers
 
 FORWARDED = (signal.SIGHUP, signal.SIGINT, signal.SIGQUIT, signal.SIGTERM,
              signal.SIGUSR1, signal.SIGUSR2, signal.SIGWINCH)
+STOPPING = (signal.SIGHUP, signal.SIGTERM)
+"""The forwarded signals that ask the agent to stop, and are followed by a kill after
+`STOP_GRACE` seconds."""
+STOP_GRACE = 5.0
+"""Seconds an agent has to exit after a request to stop before it and its processes are
+killed (time to save its session; `docker stop` gives 10, a user's `kill` expects less)."""
 
 
 class AgentNotStarted(Exception):
@@ -90,11 +100,13 @@ class _Supervision:
         self.tty = tty
         self.pid: int | None = None  # the agent's, once spawned
         self.early: list[int] = []  # signals that arrived while the agent was being started
+        self.stopping = False  # a request to stop was forwarded; the kill is timed
 
     def run(self, argv: list[str], env: dict[str, str], cwd: str | None,
             on_start: Callable[[int], None] | None, run_as: RunAs | None) -> int:
         # waitid() needs SIGCHLD not ignored (an ignored SIGCHLD reaps children automatically).
-        handlers: dict[int, _Handler] = {signal.SIGCHLD: signal.SIG_DFL}
+        handlers: dict[int, _Handler] = {signal.SIGCHLD: signal.SIG_DFL,
+                                         signal.SIGALRM: self._kill}
         handlers.update({sig: self._forward for sig in FORWARDED
                          if signal.getsignal(sig) is not signal.SIG_IGN})
         if self.tty is not None:
@@ -114,7 +126,7 @@ class _Supervision:
             try:
                 self.pid = process.pid
                 for sig in self.early:
-                    os.kill(process.pid, sig)
+                    self._deliver(process.pid, sig)
                 self._hand_terminal(os.getpgrp(), process.pid)
                 if on_start is not None:
                     on_start(process.pid)
@@ -124,6 +136,7 @@ class _Supervision:
                 process.wait()
                 raise
         finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
             for sig, handler in previous.items():
                 # None: a handler not installed from Python, which cannot be reinstalled.
                 signal.signal(sig, signal.SIG_DFL if handler is None else handler)
@@ -160,7 +173,30 @@ class _Supervision:
         if self.pid is None:
             self.early.append(signum)
         else:
-            os.kill(self.pid, signum)
+            self._deliver(self.pid, signum)
+
+    def _deliver(self, pid: int, signum: int) -> None:
+        os.kill(pid, signum)
+        if signum in STOPPING and not self.stopping:
+            self.stopping = True
+            signal.setitimer(signal.ITIMER_REAL, STOP_GRACE)
+
+    def _kill(self, signum: int, frame: FrameType | None) -> None:
+        """The grace after a request to stop is over: SIGKILL every process the agent
+        started, then the agent (its exit ends the wait; the launcher then cleans up)."""
+        if self.pid is None:
+            return
+        import psutil  # only here: importing it would cost every launch ~12 ms
+
+        try:
+            started = psutil.Process(self.pid).children(recursive=True)
+        except psutil.Error:
+            started = []
+        for process in started:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
 
     def _continued(self, signum: int, frame: FrameType | None) -> None:
         """Brought to the foreground (`fg` after `&` or Ctrl-Z): the agent gets the terminal."""

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from amux.launcher.supervise import STOP_GRACE
 from amux.protocol.render import render
 from tests.e2e.test_agents import (
     PROMPTS,
@@ -247,3 +248,43 @@ def test_auto_memory_runs_in_gemini_but_not_in_an_amux_launch(memory_hub: HubPro
     assert seen["gemini itself"], "the control: Gemini's auto-memory did not run"
     assert seen["amux run"] == []
     assert "amux memory protocol" in system(model.main()[0])  # memory was on for amux
+
+
+def test_a_launch_asked_to_stop_ends_interactive_gemini_and_cleans_up(
+        memory_hub: HubProcess, tmp_path: Path) -> None:
+    """`kill <amux pid>` while an interactive Gemini runs: Gemini ignores the SIGTERM amux
+    forwards, so after the launcher's grace it is killed (status 128+9), and amux cleans up
+    as after any end: the session's token revoked, the mirror and run directory gone."""
+    def tokens() -> int:
+        principals = memory_hub.call("/v1/admin/principals", {"action": "list"})[1]
+        return sum(t["kind"] != "login" for p in principals["principals"] for t in p["tokens"])
+
+    before = tokens()
+    work = tmp_path / "work"
+    work.mkdir()
+    with MockModel([Text("ok")]) as model:
+        env = {**gemini_env(tmp_path, model), "AMUX_HOME": str(memory_hub.home),
+               "TERM": "xterm-256color"}
+        controller, terminal = pty.openpty()
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "amux", "run", str(npm_bin("gemini")), "--", "-i", "Hi."],
+            stdin=terminal, stdout=terminal, stderr=terminal, cwd=work, env=env,
+            start_new_session=True)
+        os.close(terminal)
+        threading.Thread(target=_drain, args=(controller,), daemon=True).start()
+        try:
+            assert model.wait_for(lambda request: not request.side, 90) is not None
+            assert tokens() == before + 1  # the session's own, live while Gemini runs
+            asked = time.monotonic()
+            launcher.send_signal(signal.SIGTERM)
+            status = launcher.wait(timeout=STOP_GRACE + 20)
+            took = time.monotonic() - asked
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(launcher.pid, signal.SIGKILL)
+            launcher.wait(10)
+            os.close(controller)
+    assert status == 128 + signal.SIGKILL and STOP_GRACE - 0.2 <= took < STOP_GRACE + 10
+    assert tokens() == before
+    assert not list(memory_hub.home.glob("sessions/*/gemini-home"))
+    assert not any((memory_hub.home / "run" / "agents").iterdir())

@@ -16,9 +16,10 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pexpect
+import psutil
 import pytest
 
-from amux.launcher.supervise import FORWARDED, AgentNotStarted, supervise
+from amux.launcher.supervise import FORWARDED, STOP_GRACE, AgentNotStarted, supervise
 from tests.job import as_job
 
 REPO = Path(__file__).resolve().parents[2]
@@ -284,3 +285,51 @@ def test_ctrl_z_stops_and_fg_resumes_the_job(tmp_path: Path) -> None:
         shell.expect(pexpect.EOF)
     finally:
         shell.close()
+
+
+# Ignores requests to stop, as an interactive Gemini CLI does, and starts a process of its
+# own in another session (out of reach of a process-group kill); prints that one's pid.
+STUBBORN = """
+import signal, subprocess, sys, time
+for sig in (signal.SIGTERM, signal.SIGHUP):
+    signal.signal(sig, signal.SIG_IGN)
+child = subprocess.Popen([sys.executable, "-c", "import signal, time\\n"
+                          "signal.signal(signal.SIGTERM, signal.SIG_IGN)\\ntime.sleep(600)"],
+                         start_new_session=True, stdout=subprocess.DEVNULL)
+print(child.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_an_agent_that_ignores_a_request_to_stop_is_killed_after_the_grace(
+        tmp_path: Path, sig: signal.Signals) -> None:
+    agent = [sys.executable, _script(tmp_path, "stubborn", STUBBORN)]
+    supervisor = subprocess.Popen([sys.executable, "-c", SUPERVISOR, *agent], env=_env(),
+                                  stdout=subprocess.PIPE, text=True, start_new_session=True)
+    child = None
+    try:
+        assert supervisor.stdout is not None
+        child = psutil.Process(int(supervisor.stdout.readline()))
+        asked = time.monotonic()
+        supervisor.send_signal(sig)
+        assert supervisor.wait(timeout=STOP_GRACE + 10) == 128 + signal.SIGKILL
+        assert time.monotonic() - asked >= STOP_GRACE - 0.2  # it had its grace
+        deadline = time.monotonic() + 5  # killed too (a zombie until init reaps it)
+        while _alive(child):
+            assert time.monotonic() < deadline, "the agent's own process was left running"
+            time.sleep(0.05)
+    finally:
+        if child is not None:
+            with suppress(psutil.NoSuchProcess):
+                child.kill()
+        with suppress(ProcessLookupError):
+            os.killpg(supervisor.pid, signal.SIGKILL)
+        supervisor.communicate(timeout=10)
+
+
+def _alive(process: psutil.Process) -> bool:
+    try:
+        return process.status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
