@@ -12,8 +12,13 @@ from collections.abc import Iterator, Mapping
 from amux.adapters.base import Adapter
 from amux.adapters.fallback import FallbackAdapter
 
-_CLASSES = {"claude": "ClaudeAdapter", "codex": "CodexAdapter", "gemini": "GeminiAdapter",
-            "opencode": "OpenCodeAdapter", "pi": "PiAdapter"}
+_CLASSES = {
+    "claude": "ClaudeAdapter",
+    "codex": "CodexAdapter",
+    "gemini": "GeminiAdapter",
+    "opencode": "OpenCodeAdapter",
+    "pi": "PiAdapter",
+}
 """Command name → the class in `amux.adapters.<name>`."""
 
 

@@ -91,9 +91,9 @@ def copy_with_toy(tmp_path: Path) -> Path:
     (root / "amux" / "adapters" / "toy.py").write_text(TOY)
     registry = root / "amux" / "adapters" / "__init__.py"
     text = registry.read_text()
-    line = '"pi": "PiAdapter"}'
-    assert line in text, "the registry's last entry moved: update this test"
-    registry.write_text(text.replace(line, '"pi": "PiAdapter", "toy": "ToyAdapter"}'))
+    start = text.index("_CLASSES = {")
+    end = text.index("\n}", start)
+    registry.write_text(text[:end] + '\n    "toy": "ToyAdapter",' + text[end:])
     return root
 
 
@@ -116,7 +116,7 @@ def test_an_adapter_module_and_its_registry_line_are_all_an_agent_needs(
 
     try:
         assert "toy" in amux_cli("--help").stdout
-        assert "Adapters: claude, codex, gemini, opencode, pi, toy" in " ".join(
+        assert ", toy; any other command runs unchanged" in " ".join(
             amux_cli("run", "--help").stdout.split())
         assert amux_cli("system", "config", "set", "memory.enabled", "true").returncode == 0
         dry = amux_cli("run", "--dry-run", "toy", "--", "hello")
