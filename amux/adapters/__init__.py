@@ -15,9 +15,11 @@ from amux.adapters.fallback import FallbackAdapter
 _CLASSES = {
     "claude": "ClaudeAdapter",
     "codex": "CodexAdapter",
+    "copilot": "CopilotAdapter",
     "gemini": "GeminiAdapter",
     "opencode": "OpenCodeAdapter",
     "pi": "PiAdapter",
+    "qwen": "QwenAdapter",
 }
 """Command name → the class in `amux.adapters.<name>`."""
 

@@ -10,7 +10,11 @@ is a Node script that starts a native binary from an optional dependency). The f
 searched as bytes (a native binary holds its strings too), each file once (a hard link is
 the same file), regular files only (a FIFO, socket or device among them is skipped, never
 waited on), stopping when every name is found, within `SEARCH_SECONDS` and
-`SEARCH_BYTES`; what could not be told is a note, never a problem.
+`SEARCH_BYTES`; what could not be told is a note, never a problem. An agent whose
+executable unpacks its code on first start (Copilot CLI's single executable holds it
+compressed) names where with an optional `unpacked_code(env, version)` (glob patterns of
+directories); what the installed code lacks is then searched there too, and when no such
+directory exists yet it could not be told.
 
 What each agent is (its requirements, its npm package for the fixes) comes from its
 adapter; nothing here knows a particular agent.
@@ -18,6 +22,7 @@ adapter; nothing here knows a particular agent.
 
 from __future__ import annotations
 
+import glob
 import json
 import mmap
 import os
@@ -79,6 +84,10 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
         searched = pool.submit(search, installed_code(executable), strings)
     version = asked_version.result()
     found = searched.result()
+    unpacked = getattr(adapter, "unpacked_code", None)
+    if unpacked is not None and not all(found.values()):
+        found.update(search_unpacked(unpacked(env, version),
+                                     [name for name, present in found.items() if not present]))
     node = node_check(executable, probe)
     requirements: list[dict[str, Any]] = []
     findings: list[Finding] = []
@@ -330,6 +339,16 @@ def search(files: Iterator[str], names: Sequence[str], seconds: float = SEARCH_S
         if not missing:
             break
     return {name: name not in missing or (False if complete else None) for name in names}
+
+
+def search_unpacked(patterns: Sequence[str], names: Sequence[str]) -> dict[str, bool | None]:
+    """Which of `names` occur in the code files of the first existing directory matching
+    `patterns`; None for each when there is none (the agent has not unpacked it yet)."""
+    for pattern in patterns:
+        for directory in sorted(glob.glob(pattern)):
+            if os.path.isdir(directory):
+                return search(_code_files(directory), names)
+    return dict.fromkeys(names)
 
 
 def install_fix(name: str) -> str | None:

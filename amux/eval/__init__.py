@@ -4,7 +4,7 @@
 |---|---|
 | `live.py` | the run: capture, window check, samples, report |
 | `scenarios.py` | the six scenarios and their oracles, as data |
-| `agents.py` | the adapters' headless plans acted on: an agent in a run's home, its turn, its answer; the endpoint credential |
+| `agents.py` | each adapter's headless turn acted on (home, arguments, answer); the credential |
 | `proxy.py` | the recording pass-through proxy between agent and endpoint |
 | `wire.py` | the four model wire APIs: history, usage, a canned reply |
 | `evidence.py` | what one session did: memory calls, writes outside memory, store, answer |

@@ -23,30 +23,40 @@ USER_ARGS = {
     "pi": ["-p", "--append-system-prompt", USER_TEXT, "hello"],
     "opencode": ["run", "hello"],  # theirs are files OpenCode reads itself (OWN_FILES)
     "gemini": ["-p", "hello"],  # its user writes them in ~/.gemini/GEMINI.md (USER_FILES)
+    "copilot": ["-p", "hello"],  # theirs are files Copilot reads itself (OWN_FILES)
+    "qwen": ["-p", "hello", "--append-system-prompt", USER_TEXT],
 }
-RESUME_FLAGS = {"claude": ["--resume", "x"], "codex": ["exec", "resume", "x"],
+RESUME_FLAGS = {"copilot": ["--resume=x", "-p", "hello"],
+                "claude": ["--resume", "x"], "codex": ["exec", "resume", "x"],
                 "pi": ["--session", "x"], "gemini": ["--resume", "x"],
-                "opencode": ["run", "--session", "x", "hello"]}
+                "opencode": ["run", "--session", "x", "hello"],
+                "qwen": ["--continue", "-p", "x"]}
 SUPPRESSED = {  # what each agent's native memory needs turned off (Pi has none)
     "claude": {"env": {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}},
     "codex": {"argv": ["features.memories=false", "memories.use_memories=false",
                        "memories.generate_memories=false"]},
     "pi": {},
     "opencode": {},  # OpenCode has no built-in long-term memory either
+    "copilot": {"argv": ["--excluded-tools=store_memory,vote_memory"]},
     "gemini": {"argv": ["--policy", "/home/u/.local/share/amux/sessions/s/gemini-policy.toml"],
                "settings": {"experimental.autoMemory": False}},
+    "qwen": {"env": {"QWEN_CODE_SYSTEM_SETTINGS_PATH":
+                     "/home/u/.local/share/amux/sessions/s/qwen-system-settings.json"},
+             "settings": {"memory.enableManagedAutoMemory": False,
+                          "memory.enableManagedAutoDream": False}},
 }
 EPHEMERAL_ARGS = {  # the agent's own mode that keeps no session
     "claude": ["-p", "--no-session-persistence", "hello"],
     "codex": ["exec", "--ephemeral", "hello"],
     "pi": ["--no-session", "-p", "hello"],
+    "qwen": ["--chat-recording=false", "-p", "hello"],
 }
-NO_EPHEMERAL_MODE = {"gemini", "opencode"}
+NO_EPHEMERAL_MODE = {"gemini", "opencode", "copilot"}
 """Agents that keep every session (nothing to pass on, nothing to refuse)."""
 USER_FILES: dict[str, dict[str, str]] = {  # an agent whose user writes them in a file
     "gemini": {"/home/u/.gemini/GEMINI.md": USER_TEXT},
 }
-OWN_FILES = {"opencode"}
+OWN_FILES = {"opencode", "copilot"}
 """Agents that read all of the user's instructions themselves (AGENTS.md, their config's
 instruction files), before amux's own file: the merged text is the protocol alone, and
 that order is proven with the real agent (tests/e2e/test_opencode.py)."""
@@ -233,6 +243,7 @@ def test_claude_sdk_sidecars_get_the_same_text_tools_and_environment() -> None:
     ("codex", ["-c", 'developer_instructions="theirs"', "exec", "x"],
      "-c developer_instructions= 'theirs'"),
     ("pi", ["--append-system-prompt", "theirs", "-p", "x"], "--append-system-prompt 'theirs'"),
+    ("qwen", ["--append-system-prompt", "theirs", "-p", "x"], "--append-system-prompt 'theirs'"),
 ])
 def test_instructions_given_again_on_resume_are_reported_not_merged(
         name: str, again: list[str], fragment: str) -> None:

@@ -97,6 +97,16 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
         assert ours.pop("security") == {"auth": {"selectedType": "gemini-api-key"}}
         # Nothing else changed (without memory: the user's settings, none here).
         assert [ours] == ([json.loads(f.text) for f in settings] or [{}])
+    elif name == "copilot":
+        assert pointed.argv[1:1 + extra] == ("--no-auto-update",)
+        assert {k: pointed.env[k] for k in pointed.env if k not in bare.env} == {
+            "COPILOT_PROVIDER_BASE_URL": URL, "COPILOT_PROVIDER_TYPE": "openai",
+            "COPILOT_PROVIDER_WIRE_API": "completions", "COPILOT_MODEL": "qwen3",
+            "COPILOT_PROVIDER_API_KEY": NO_KEY}
+        assert {"GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_BEARER_TOKEN"} <= set(pointed.unset)
+    elif name == "qwen":
+        assert pointed.argv[1:1 + extra] == ("--auth-type", "openai", "--model", "qwen3")
+        assert pointed.env["OPENAI_BASE_URL"] == URL and pointed.env["OPENAI_API_KEY"] == NO_KEY
     else:
         [file] = [f for f in pointed.files if f not in bare.files]
         assert pointed.argv[1:1 + extra] == ("--extension", file.path, "--model",

@@ -11,11 +11,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from amux.adapters import ADAPTERS
 from tests.hubproc import HubProcess
 from tests.peers import npm_bin
 
 DOCTOR = "import sys; from amux.cli.doctor import doctor_main; sys.exit(doctor_main(sys.argv[1:]))"
-AGENTS = ["claude", "codex", "gemini", "opencode", "pi"]
+AGENTS = list(ADAPTERS)
 
 
 def doctor(home: Path, *args: str, path: str | None = None) -> tuple[int, str]:
@@ -96,12 +97,13 @@ def test_a_missing_agent_is_a_note_unless_none_is_found(memory_hub: HubProcess,
     for name in ("claude", "codex"):
         (only / name).symlink_to(npm_bin(name))
     status, result = as_json(memory_hub.home, path=f"{only}:/usr/local/bin:/usr/bin:/bin")
-    assert status == 0  # a user need not have all five: the missing ones are notes
+    assert status == 0  # a user need not have them all: the missing ones are notes
     pi = result["agents"][AGENTS.index("pi")]
     assert pi["found"] is False
     notes = [f for f in result["findings"]
              if f["severity"] == "note" and "declares node" not in f["message"]]
-    assert [f["check"] for f in notes] == ["agent gemini", "agent opencode", "agent pi"]
+    assert [f["check"] for f in notes] == [f"agent {name}" for name in AGENTS
+                                            if name not in ("claude", "codex")]
     assert all(f["fix"] for f in notes)
     # With none of them on PATH, each is a problem: `amux run` has nothing to start.
     status, result = as_json(memory_hub.home, path=f"{tmp_path}/empty:/usr/bin:/bin")

@@ -26,6 +26,10 @@ def launches(name: str, args: list[str]) -> list[LaunchPlan]:
         endpoints.append(EndpointRequest(URL, "m", None, "ANTHROPIC_AUTH_TOKEN"))
     if name == "opencode":  # another provider package
         endpoints.append(EndpointRequest(URL, "m", "anthropic"))
+    if name == "copilot":  # another provider type, without a wire API
+        endpoints.append(EndpointRequest(URL, "m", "anthropic"))
+    if name == "qwen":  # another --auth-type, each with its own variables
+        endpoints += [EndpointRequest(URL, "m", "anthropic"), EndpointRequest(URL, "m", "gemini")]
     return [plan(name, with_memory=with_memory, resume=resume, args=args)
             for with_memory in (True, False) for resume in (False, True)] + [
         endpoint_plan(name, endpoint, with_memory=with_memory, args=args)

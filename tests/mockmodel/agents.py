@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tests.mockmodel.server import MockModel
+from tests.mockmodel.server import MockModel, Recorded, default_is_side
 
 REPO = Path(__file__).resolve().parents[2]
 KEPT = ("PATH", "LANG", "LC_ALL", "TMPDIR", "SYSTEMROOT")
@@ -195,3 +195,58 @@ def opencode_env(root: Path, model: MockModel, config: dict[str, Any] | None = N
             "OPENCODE_CONFIG_CONTENT": json.dumps({**opencode_provider(model), **(config or {})}),
             "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "npm_config_offline": "true", **extra}
+
+
+# -- Qwen Code -------------------------------------------------------------------------------------
+
+
+def qwen_env(root: Path, model: MockModel, settings: dict[str, Any] | None = None,
+             **extra: str) -> dict[str, str]:
+    """Qwen Code 0.24.4 against the mock (Chat Completions): HOME=root/home, the OpenAI auth
+    Qwen selects from its three variables (base URL, key, model; no settings needed),
+    `settings` (if any) as the user's `~/.qwen/settings.json`, TMPDIR under `root`, and no
+    usage statistics (its only outside traffic: a sandbox setting, not amux's)."""
+    env = base_env(root)
+    if settings is not None:
+        config = Path(env["HOME"]) / ".qwen"
+        config.mkdir(parents=True, exist_ok=True)
+        (config / "settings.json").write_text(json.dumps(settings, indent=2))
+    scratch = root / "qwen-tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    return {**env, "TMPDIR": str(scratch), "OPENAI_BASE_URL": model.base_url,
+            "OPENAI_API_KEY": "sk-dummy", "OPENAI_MODEL": "mock-model",
+            "QWEN_USAGE_STATISTICS_ENABLED": "false", **extra}
+
+
+QWEN_EXTRACTOR = "managed memory extraction subagent"
+"""In the system message of Qwen's managed auto-memory extractor (a side request)."""
+
+
+def qwen_is_side(request: Recorded) -> bool:
+    """Qwen's side requests on the main wire: the auto-memory extractor and the `auto`
+    approval mode's classifier (`tools: [respond_in_schema]`), beside the mock's defaults."""
+    if default_is_side(request):
+        return True
+    messages = request.body.get("messages") if isinstance(request.body, dict) else None
+    first = messages[0] if isinstance(messages, list) and messages else {}
+    system = json.dumps(first.get("content")) if isinstance(first, dict) else ""
+    return QWEN_EXTRACTOR in system or "respond_in_schema" in request.tool_names
+
+
+# -- GitHub Copilot CLI ----------------------------------------------------------------------------
+
+
+def copilot_env(root: Path, model: MockModel, package_cache: Path | None = None,
+                **extra: str) -> dict[str, str]:
+    """Copilot CLI 1.0.102 against the mock in BYOK mode (no GitHub login: the provider's
+    base URL, a key and the model, which BYOK requires), HOME=root/home (its config and
+    sessions in `~/.copilot`), TMPDIR under `root`. `package_cache` (COPILOT_PKG_CACHE_HOME)
+    is where the executable unpacks its 235 MB package on first start: give every test the
+    same directory, as a user's cache is warm after their first run."""
+    env = base_env(root)
+    scratch = root / "copilot-tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    cache = {} if package_cache is None else {"COPILOT_PKG_CACHE_HOME": str(package_cache)}
+    return {**env, "TMPDIR": str(scratch), "COPILOT_PROVIDER_BASE_URL": model.base_url,
+            "COPILOT_PROVIDER_API_KEY": "sk-dummy", "COPILOT_MODEL": "mock-model", **cache,
+            **extra}
