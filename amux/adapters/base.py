@@ -363,6 +363,12 @@ class Adapter(Protocol):
         its temporary directory (both the run's own)."""
         ...
 
+    def unpacked_code(self, env: Mapping[str, str], version: str | None) -> tuple[str, ...]:
+        """Where an agent whose executable unpacks its code on first start keeps it (glob
+        patterns of directories, given its environment and version), for `amux doctor` to
+        search what the installed files hide; () for an agent installed as plain files."""
+        ...
+
     def version(self, status: int, stdout: str, stderr: str) -> str | None:
         """The version in the answer to `version_args`, None if there is none."""
         ...
@@ -434,6 +440,12 @@ def no_kept_session(adapter: object, ref: str, env: Mapping[str, str]) -> tuple[
     """`kept_session` of an adapter whose session reference is learned after the run, or
     that has none."""
     return None
+
+
+def no_unpacked_code(adapter: object, env: Mapping[str, str],
+                     version: str | None) -> tuple[str, ...]:
+    """`unpacked_code` of an agent whose installed files are its code."""
+    return ()
 
 
 def no_quick_exit_cause(adapter: object, argv: tuple[str, ...], probe: Probe,

@@ -52,6 +52,7 @@ from amux.adapters.base import (
     merge_instructions,
     no_session_files,
     no_terminal,
+    no_unpacked_code,
     no_user_settings,
     refuse,
     take_option,
@@ -116,6 +117,7 @@ class ClaudeAdapter:
     def isolated_env(self, home: str) -> Mapping[str, str | None]:
         return {"CLAUDE_CONFIG_DIR": None}  # Claude then reads `<home>/.claude`
 
+    unpacked_code = no_unpacked_code
     session_files = no_session_files
     user_settings = no_user_settings
 

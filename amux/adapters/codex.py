@@ -59,6 +59,7 @@ from amux.adapters.base import (
     merge_instructions,
     no_kept_session,
     no_terminal,
+    no_unpacked_code,
     no_user_settings,
     take_option,
     with_endpoint,
@@ -165,6 +166,7 @@ class CodexAdapter:
         found = developer_instructions(args, probe)
         return () if found is None else (found,)
 
+    unpacked_code = no_unpacked_code
     user_settings = no_user_settings
 
     def isolated_env(self, home: str) -> Mapping[str, str | None]:

@@ -23,6 +23,7 @@ from amux.adapters.base import (
     no_kept_session,
     no_quick_exit_cause,
     no_session_files,
+    no_unpacked_code,
     no_user_settings,
 )
 
@@ -51,6 +52,7 @@ class FallbackAdapter:
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()
 
+    unpacked_code = no_unpacked_code
     session_files = no_session_files
     kept_session = no_kept_session
     user_settings = no_user_settings

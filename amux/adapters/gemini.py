@@ -62,6 +62,7 @@ from amux.adapters.base import (
     merge_instructions,
     no_quick_exit_cause,
     no_session_files,
+    no_unpacked_code,
     refuse,
     with_endpoint,
 )
@@ -228,6 +229,7 @@ class GeminiAdapter:
     def isolated_env(self, home: str) -> Mapping[str, str | None]:
         return {"GEMINI_CLI_HOME": None, TRUSTED: None, "GEMINI_CLI_SYSTEM_SETTINGS_PATH": None}
 
+    unpacked_code = no_unpacked_code
     session_files = no_session_files
     quick_exit_cause = no_quick_exit_cause
 

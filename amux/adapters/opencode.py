@@ -62,6 +62,7 @@ from amux.adapters.base import (
     first_operand,
     no_kept_session,
     no_quick_exit_cause,
+    no_unpacked_code,
     refuse,
 )
 
@@ -207,6 +208,7 @@ class OpenCodeAdapter:
                        "list` shows them) and choose a model (`-m provider/model`), or point it "
                        "at a model server: `amux run --endpoint URL --model NAME opencode`")
 
+    unpacked_code = no_unpacked_code
     quick_exit_cause = no_quick_exit_cause
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:

@@ -52,6 +52,7 @@ from amux.adapters.base import (
     merge_instructions,
     no_session_files,
     no_terminal,
+    no_unpacked_code,
     no_user_settings,
     refuse,
     with_endpoint,
@@ -206,6 +207,7 @@ class PiAdapter:
     def isolated_env(self, home: str) -> Mapping[str, str | None]:
         return {"PI_CODING_AGENT_DIR": os.path.join(home, ".pi", "agent")}
 
+    unpacked_code = no_unpacked_code
     session_files = no_session_files
     user_settings = no_user_settings
 

@@ -69,6 +69,7 @@ from amux.adapters.base import (
     merge_instructions,
     no_quick_exit_cause,
     no_session_files,
+    no_unpacked_code,
     refuse,
     take_option,
     with_endpoint,
@@ -197,6 +198,7 @@ class QwenAdapter:
                        "`amux run --endpoint URL --model NAME qwen`; note that Qwen Code "
                        "0.24.4 needs Node 22 (npm i -g @qwen-code/qwen-code@0.24.4)")
 
+    unpacked_code = no_unpacked_code
     quick_exit_cause = no_quick_exit_cause
     """Without a terminal and a prompt Qwen does not start its UI: it reads the prompt from
     stdin (and fails only when that is empty), so no start says it failed for want of a

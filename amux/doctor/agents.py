@@ -12,7 +12,7 @@ the same file), regular files only (a FIFO, socket or device among them is skipp
 waited on), stopping when every name is found, within `SEARCH_SECONDS` and
 `SEARCH_BYTES`; what could not be told is a note, never a problem. An agent whose
 executable unpacks its code on first start (Copilot CLI's single executable holds it
-compressed) names where with an optional `unpacked_code(env, version)` (glob patterns of
+compressed) names where with `unpacked_code(env, version)` (glob patterns of
 directories); what the installed code lacks is then searched there too, and when no such
 directory exists yet it could not be told.
 
@@ -84,10 +84,10 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
         searched = pool.submit(search, installed_code(executable), strings)
     version = asked_version.result()
     found = searched.result()
-    unpacked = getattr(adapter, "unpacked_code", None)
-    if unpacked is not None and not all(found.values()):
-        found.update(search_unpacked(unpacked(env, version),
-                                     [name for name, present in found.items() if not present]))
+    unpacked = adapter.unpacked_code(env, version)
+    if unpacked and not all(found.values()):
+        found.update(search_unpacked(unpacked, [name for name, present in found.items()
+                                                if not present]))
     node = node_check(executable, probe)
     requirements: list[dict[str, Any]] = []
     findings: list[Finding] = []

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from amux.adapters.base import (
     NOTHING, PROMPT, AgentRequest, Channel, Headless, LaunchPlan, ModelWire, Probe,
     Requirement, first_line_version, merge_instructions, no_kept_session,
-    no_quick_exit_cause, no_session_files, no_user_settings, refuse,
+    no_quick_exit_cause, no_session_files, no_unpacked_code, no_user_settings, refuse,
 )
 
 
@@ -49,6 +49,7 @@ class ToyAdapter:
     kept_session = no_kept_session
     user_settings = no_user_settings
     quick_exit_cause = no_quick_exit_cause
+    unpacked_code = no_unpacked_code
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()
