@@ -85,3 +85,10 @@ def store(memory_root: Path) -> Iterator[Store]:
 @pytest.fixture
 def scope() -> Scope:
     return GLOBAL
+
+
+@pytest.fixture(scope="session")
+def package_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One package cache for every Copilot CLI run of the test session (a worker's): the
+    executable unpacks 235 MB there on first start, as in a user's warm `~/.cache`."""
+    return tmp_path_factory.mktemp("copilot-pkg")

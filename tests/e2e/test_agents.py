@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shlex
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +30,9 @@ from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall, mcp
 from tests.mockmodel.agents import claude_env, codex_env, pi_env
 from tests.peers import npm_bin
+
+TIMEOUT = 180
+"""Seconds one `amux run` of a real agent may take before its process group is killed."""
 
 PATH = "preferences/editor.md"
 FIRST, SECOND = "Indent with tabs.\n", "Indent with four spaces.\n"
@@ -67,21 +72,38 @@ def mcp_results(model: MockModel) -> dict[str, str]:
             "search": only(model, "memory_search"), "forget": only(model, "memory_forget")}
 
 
+def bounded(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = TIMEOUT,
+            ) -> subprocess.CompletedProcess[str]:
+    """Run `argv` to its end in a process group of its own, stdin closed; after `timeout`
+    seconds the whole group (the launcher, the agent, what it started: a relaunched node,
+    its MCP servers) is killed and the test fails."""
+    cwd.mkdir(parents=True, exist_ok=True)
+    with subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          start_new_session=True) as process:
+        try:
+            out, err = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            out, err = process.communicate()
+            raise AssertionError(f"timed out after {timeout} s: {argv}\n{err[-3000:]}") from None
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
 def amux_run(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
              ) -> subprocess.CompletedProcess[str]:
-    cwd.mkdir(parents=True, exist_ok=True)
-    environment = {**env, "AMUX_HOME": str(hub.home)}
-    done = subprocess.run([sys.executable, "-m", "amux", "run", *args], env=environment,
-                          cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=180)
+    """`amux run ARGS` with `hub`'s home, bounded; it must succeed."""
+    done = bounded([sys.executable, "-m", "amux", "run", *args],
+                   {**env, "AMUX_HOME": str(hub.home)}, cwd)
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
 
 
-def sessions(hub: HubProcess) -> list[dict[str, Any]]:
-    """Every amux session's state, in start order (ids started within one second sort by
-    their random part, not by time)."""
-    found = [json.loads((d / "state.json").read_text()) for d in (hub.home / "sessions").iterdir()]
+def sessions(where: HubProcess | Path) -> list[dict[str, Any]]:
+    """Every amux session's state under a Hub's home (or that home), in start order (ids
+    started within one second sort by their random part, not by time)."""
+    home = where if isinstance(where, Path) else where.home
+    found = [json.loads((d / "state.json").read_text()) for d in (home / "sessions").iterdir()]
     return sorted(found, key=lambda state: state["created_at"])
 
 

@@ -20,11 +20,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from amux.adapters.copilot import INSTRUCTIONS_FILE
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
+from tests.e2e.test_agents import amux_run, sessions
 from tests.hubproc import HubProcess
 from tests.isolation.world import World, user_a, world  # noqa: F401 (fixture)
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
@@ -42,30 +41,6 @@ SEARCH = ToolCall("amux-memory_search", {"query": "tabs"})
 AMUX_TOOLS = {f"amux-{tool['name']}" for tool in TOOLS}
 NATIVE = {"store_memory", "vote_memory"}
 USER_MCP = Path(__file__).with_name("user_mcp.py")
-
-
-@pytest.fixture(scope="session")
-def package_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One package cache for every Copilot run of the test session."""
-    return tmp_path_factory.mktemp("copilot-pkg")
-
-
-def amux_run(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
-             ) -> subprocess.CompletedProcess[str]:
-    cwd.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "amux", "run", *args],
-                          env={**env, "AMUX_HOME": str(hub.home)}, cwd=cwd,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=90)
-    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done
-
-
-def sessions(home: Path) -> list[dict[str, Any]]:
-    """Every amux session's state, in start order."""
-    found = [json.loads(d.joinpath("state.json").read_text())
-             for d in (home / "sessions").iterdir()]
-    return sorted(found, key=lambda state: state["created_at"])
 
 
 def user_setup(root: Path, model: MockModel, cache: Path) -> tuple[dict[str, str], Path]:

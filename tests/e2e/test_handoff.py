@@ -1,5 +1,5 @@
-"""One memory for five agents: a fact saved through one real agent is recalled through each
-of the other four, every one launched with `amux run` at its defaults against the same
+"""One memory for every agent: a fact saved through one real agent is recalled through each
+of the other six, every one launched with `amux run` at its defaults against the same
 scripted model and the same Hub (the reason amux exists)."""
 
 from __future__ import annotations
@@ -9,16 +9,30 @@ from pathlib import Path
 from tests.e2e.test_agents import amux_run, sessions
 from tests.e2e.test_opencode_cli import is_side
 from tests.hubproc import HubProcess
-from tests.mockmodel import MockModel, Text, ToolCall, mcp
-from tests.mockmodel.agents import claude_env, codex_env, gemini_env, opencode_env, pi_env
+from tests.mockmodel import MockModel, Recorded, Text, ToolCall, mcp
+from tests.mockmodel.agents import (
+    claude_env,
+    codex_env,
+    copilot_env,
+    gemini_env,
+    opencode_env,
+    pi_env,
+    qwen_env,
+    qwen_is_side,
+)
 from tests.peers import npm_bin
 
 PATH = "projects/handoff/decisions.md"
 FACT = "The release branch is cut on Thursdays.\n"
 
 
-def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(memory_hub: HubProcess,
-                                                                 tmp_path: Path) -> None:
+def side(request: Recorded) -> bool:
+    """OpenCode's and Qwen Code's side requests (titles, memory extraction, classifiers)."""
+    return is_side(request) or qwen_is_side(request)
+
+
+def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(
+        memory_hub: HubProcess, tmp_path: Path, package_cache: Path) -> None:
     search = {"query": "release branch"}
     with MockModel(
         [mcp("memory_upsert", {"path": PATH, "content": FACT, "expected_revision": "absent"}),
@@ -28,7 +42,9 @@ def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(memory_hub: Hub
         [ToolCall("amux_memory_search", search), Text("Thursdays.")],        # OpenCode
         [ToolCall("bash", {"command": "amux memory search 'release branch'"}),
          Text("Thursdays.")],                                                # Pi
-        is_side=is_side,
+        [ToolCall("amux-memory_search", search), Text("Thursdays.")],        # Copilot CLI
+        [ToolCall("mcp__amux__memory_search", search), Text("Thursdays.")],  # Qwen Code
+        is_side=side,
     ) as model:
         work = tmp_path / "work"
         launches = [
@@ -41,6 +57,10 @@ def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(memory_hub: Hub
              ["run", "When is the release branch cut?"]),
             (pi_env(tmp_path / "pi", model), "pi",
              ["-p", "--model", "mock/mock-model", "When is the release branch cut?"]),
+            (copilot_env(tmp_path / "copilot", model, package_cache), "copilot",
+             ["-p", "When is the release branch cut?"]),
+            (qwen_env(tmp_path / "qwen", model), "qwen",
+             ["-p", "When is the release branch cut?"]),
         ]
         for env, agent, args in launches:
             amux_run(memory_hub, env, work, str(npm_bin(agent)), "--", *args)
@@ -50,11 +70,13 @@ def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(memory_hub: Hub
     assert status == 200 and stored["content"] == FACT
     recalled = {"claude and codex": model.tool_results("memory_search"),
                 "opencode": model.tool_results("amux_memory_search"),
-                "pi": model.tool_results("bash")}
-    assert [len(results) for results in recalled.values()] == [2, 1, 1]
+                "pi": model.tool_results("bash"),
+                "copilot": model.tool_results("amux-memory_search"),
+                "qwen": model.tool_results("mcp__amux__memory_search")}
+    assert [len(results) for results in recalled.values()] == [2, 1, 1, 1, 1]
     for agent, results in recalled.items():
         for result in results:
             assert not result.is_error and PATH in result.text, (agent, result.text)
             assert "Thursdays" in result.text, (agent, result.text)
     assert sorted(state["adapter"] for state in sessions(memory_hub)) == [
-        "claude", "codex", "gemini", "opencode", "pi"]
+        "claude", "codex", "copilot", "gemini", "opencode", "pi", "qwen"]

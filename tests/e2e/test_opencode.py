@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
+from tests.e2e.test_agents import amux_run, sessions
 from tests.e2e.test_opencode_cli import USER_MCP, is_side, system_text
 from tests.hubproc import HubProcess
 from tests.isolation.world import World, user_a, world  # noqa: F401 (fixture)
@@ -36,24 +36,6 @@ UPSERT = ToolCall("amux_memory_upsert", {"path": PATH, "content": FACT,
                                          "expected_revision": "absent"})
 SEARCH = ToolCall("amux_memory_search", {"query": "tabs"})
 AMUX_TOOLS = [f"amux_{tool['name']}" for tool in TOOLS]
-
-
-def amux_run(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
-             ) -> subprocess.CompletedProcess[str]:
-    cwd.mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "amux", "run", *args],
-                          env={**env, "AMUX_HOME": str(hub.home)}, cwd=cwd,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done
-
-
-def sessions(home: Path) -> list[dict[str, Any]]:
-    """Every amux session's state, in start order."""
-    found = [json.loads(d.joinpath("state.json").read_text())
-             for d in (home / "sessions").iterdir()]
-    return sorted(found, key=lambda state: state["created_at"])
 
 
 def user_setup(root: Path, model: MockModel) -> tuple[dict[str, str], Path]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from typing import Any
 
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
-from tests.e2e.test_agents import sessions
+from tests.e2e.test_agents import amux_run, bounded, sessions
 from tests.hubproc import HubProcess
 from tests.isolation.world import World, user_a, world  # noqa: F401 (fixture)
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
@@ -53,33 +52,6 @@ def user_setup(root: Path, model: MockModel) -> tuple[dict[str, str], Path]:
     work.mkdir()
     (work / "AGENTS.md").write_text(PROJECT_RULE + "\n")
     return env, work
-
-
-def bounded(argv: list[str], env: dict[str, str], cwd: Path,
-            ) -> subprocess.CompletedProcess[str]:
-    """Run `argv` to its end in a process group of its own, stdin closed; after `TIMEOUT`
-    seconds the whole group (the launcher, Qwen's relaunched node, its MCP servers) is
-    killed and the test fails."""
-    cwd.mkdir(parents=True, exist_ok=True)
-    with subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True) as process:
-        try:
-            out, err = process.communicate(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            out, err = process.communicate()
-            raise AssertionError(f"timed out after {TIMEOUT} s: {argv}\n{err[-3000:]}") from None
-    return subprocess.CompletedProcess(argv, process.returncode, out, err)
-
-
-def amux_run(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
-             ) -> subprocess.CompletedProcess[str]:
-    """`amux run ARGS` with `hub`'s home, bounded; it must succeed."""
-    done = bounded([sys.executable, "-m", "amux", "run", *args],
-                   {**env, "AMUX_HOME": str(hub.home)}, cwd)
-    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done
 
 
 def qwen(hub: HubProcess, env: dict[str, str], work: Path, *args: str,
