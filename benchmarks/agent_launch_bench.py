@@ -1,14 +1,24 @@
 """What `amux run` adds to a real agent's one-turn run (issue 12's numbers).
 
-Each pinned agent CLI (fixtures/npm: Claude Code, Codex, Gemini CLI, OpenCode, Pi) runs
-one non-interactive turn against the loopback mock model (tests/mockmodel), which answers
-with plain text and no tool call, so every run is the same short conversation:
+Each pinned agent CLI (fixtures/npm: Claude Code, Codex, Gemini CLI, OpenCode, Pi, GitHub
+Copilot CLI, Qwen Code) runs one non-interactive turn against the loopback mock model
+(tests/mockmodel), which answers with plain text and no tool call, so every run is the same
+short conversation:
 
     claude -p PROMPT --output-format json
     codex exec --skip-git-repo-check PROMPT
     gemini -p PROMPT
     opencode run PROMPT
     pi -p --model mock/mock-model PROMPT
+    copilot -p PROMPT
+    qwen -p PROMPT
+
+Each agent has the environment the tests' e2e runs give it (tests/mockmodel/agents.py):
+its own home under the bench's directory, the mock as its model. Copilot unpacks its
+235 MB package into `~/.cache/copilot/pkg` on first start; the bench starts it once
+(`copilot --version`) before the dry run, so every arm finds the cache warm, as a user's
+is after their first run. Qwen's side requests (its auto-memory extractor, its approval
+classifier) are side requests to the mock (`qwen_is_side`), as OpenCode's title request is.
 
 Three arms, interleaved (A, B, C per agent, round after round, each round starting
 with the next arm), after one warm-up round that is discarded:
@@ -21,11 +31,12 @@ with the next arm), after one warm-up round that is discarded:
   token delegated with the dry run's binding (`POST /v1/delegate`, as the launcher
   does) and `bin/amux` linking the installed client. The plan's files (Pi's merged
   instructions, Gemini's settings, context file and policy, OpenCode's instructions and
-  session plugin) are written once, with the dry run's texts, and its mirrors (Gemini's
-  home) made once. Per round only the agent's own session name is new (Claude's and
-  Gemini's `--session-id`, Pi's `--session`; OpenCode and Codex name a new one
-  themselves), as it is for every amux launch, so the agent never resumes a
-  conversation.
+  session plugin, Copilot's instructions file and MCP config, Qwen's system settings)
+  are written once, with the dry run's texts, and its mirrors (Gemini's home) made once.
+  Per round only the agent's own session name is new (Claude's, Gemini's, Qwen's
+  `--session-id` and Copilot's `--session-id=`, Pi's `--session`; OpenCode and Codex
+  name a new one themselves), as it is for every amux launch, so the agent never
+  resumes a conversation.
   What A does not do is exactly the launcher's own work: the interpreter and imports,
   resolving the binding, the agent version (cached), asking Codex's app-server for the
   user's instructions, delegating and revoking the token, the run directory and the
@@ -36,10 +47,16 @@ with the next arm), after one warm-up round that is discarded:
 - C (root only): `amux run --as-user USER …` as a throwaway Unix user with an amux
   principal, over the Hub's shared socket; the agent's model configuration is put in
   that user's home (Codex's config.toml, Gemini's settings.json, OpenCode's
-  opencode.json, Pi's models.json), the API keys are passed with
-  `--pass-env`, and Claude's temp directory is one the user owns. The agent then runs
-  with that user's home and config, so C − B also holds the agent's own differences;
-  the profile separates the launcher's part.
+  opencode.json, Pi's models.json; Qwen's is its OPENAI_BASE_URL and OPENAI_MODEL, which
+  pass), the API keys are passed with `--pass-env`, and Claude's, Gemini's, Copilot's
+  and Qwen's temp directories are ones the user owns. Copilot's model is configured by
+  its environment alone (BYOK: COPILOT_PROVIDER_BASE_URL, COPILOT_MODEL), which an
+  isolated run removes (the launcher's provider is never the target's) and `--pass-env`
+  cannot bring back, so its C is `amux run --as-user USER --endpoint URL --model
+  mock-model`, as an isolated Copilot user runs it (tests/e2e/test_copilot.py); that
+  user's own package cache is unpacked in the warm-up round. The agent then runs with
+  that user's home and config, so C − B also holds the agent's own differences; the
+  profile separates the launcher's part.
 
 Every run must exit 0, print the model's answer, and send the model the memory tools
 (the MCP agents) or the CLI protocol (Pi): the check that the arms are the same
@@ -52,7 +69,8 @@ timed as processes, the imports with `python -X importtime`.
 
 Standalone, with a Hub of its own (no corpus):
 
-    python -m benchmarks.agent_launch_bench [--rounds N] [--agents claude,codex,gemini,opencode,pi]
+    python -m benchmarks.agent_launch_bench [--rounds N]
+        [--agents claude,codex,gemini,opencode,pi,copilot,qwen]
 
 A PYTHONPATH of the harness is passed to every arm alike, so a snapshot of the tree
 (`git archive HEAD | tar -x -C DIR`, run from DIR with PYTHONPATH=DIR) can be measured
@@ -87,7 +105,7 @@ from benchmarks.launch_bench import _throwaway_user
 
 REPO = Path(__file__).resolve().parents[1]
 NPM_BIN = REPO / "fixtures" / "npm" / "node_modules" / ".bin"
-AGENTS = ("claude", "codex", "gemini", "opencode", "pi")
+AGENTS = ("claude", "codex", "gemini", "opencode", "pi", "copilot", "qwen")
 PROMPT = "Say done."
 ANSWER = "Done."
 USER_ARGS = {
@@ -96,10 +114,14 @@ USER_ARGS = {
     "gemini": ("-p", PROMPT),
     "opencode": ("run", PROMPT),
     "pi": ("-p", "--model", "mock/mock-model", PROMPT),
+    "copilot": ("-p", PROMPT),
+    "qwen": ("-p", PROMPT),
 }
 PASS_ENV = {"claude": ("ANTHROPIC_API_KEY",), "codex": ("MOCK_API_KEY",),
-            "gemini": ("GEMINI_API_KEY",), "opencode": (), "pi": ()}
-"""Credentials an isolated run drops unless passed (docs/isolation.md)."""
+            "gemini": ("GEMINI_API_KEY",), "opencode": (), "pi": (), "copilot": (),
+            "qwen": ("OPENAI_API_KEY",)}
+"""Credentials an isolated run drops unless passed (docs/isolation.md). Copilot's provider
+key is one of the variables an isolated run removes even when passed (module doc)."""
 RUN_TIMEOUT = 120.0
 ARMS = ("bare", "amux", "isolated")
 PROFILE = Path(__file__).with_name("launch_profile.py")
@@ -129,8 +151,12 @@ class Arm:
         self.runs += 1
         argv = list(self.argv)
         for option, template in self.fresh.items():
-            index = argv.index(option) + 1
-            argv[index] = template.format(n=self.runs, uuid=uuid.uuid4())
+            value = template.format(n=self.runs, uuid=uuid.uuid4())
+            if option in argv:
+                argv[argv.index(option) + 1] = value
+            else:  # `--option=value` (Copilot's)
+                index = next(i for i, arg in enumerate(argv) if arg.startswith(option + "="))
+                argv[index] = f"{option}={value}"
         return argv
 
 
@@ -148,10 +174,13 @@ class Outcome:
 
 def _mock() -> Any:
     """The tests' mock model (imported late: `python -m benchmarks` runs from the repo root)."""
-    from tests.mockmodel import MockModel, Text, default_is_side
+    from tests.mockmodel import MockModel, Text
+    from tests.mockmodel.agents import qwen_is_side
 
-    # OpenCode's title request (Chat Completions without tools) is a side request.
-    return MockModel([Text(ANSWER)], is_side=lambda request: default_is_side(request) or (
+    # OpenCode's title request (Chat Completions without tools) is a side request, and so
+    # are Qwen's (qwen_is_side: the mock's defaults, its auto-memory extractor and its
+    # approval classifier).
+    return MockModel([Text(ANSWER)], is_side=lambda request: qwen_is_side(request) or (
         request.api == "chat" and not request.tools))
 
 
@@ -160,7 +189,8 @@ def agent_env(agent: str, root: Path, model: Any) -> dict[str, str]:
     from tests.mockmodel import agents
 
     maker = {"claude": agents.claude_env, "codex": agents.codex_env, "gemini": agents.gemini_env,
-             "opencode": agents.opencode_env, "pi": agents.pi_env}[agent]
+             "opencode": agents.opencode_env, "pi": agents.pi_env,
+             "copilot": agents.copilot_env, "qwen": agents.qwen_env}[agent]
     env = dict(maker(root / agent, model))
     if agent == "opencode":
         _opencode_installed(Path(env["XDG_CONFIG_HOME"]))
@@ -175,10 +205,23 @@ def _opencode_installed(config_home: Path) -> None:
     (config_home / "opencode" / "node_modules").mkdir(parents=True, exist_ok=True)
 
 
+def _copilot_unpacked(path: Path, env: dict[str, str], cwd: Path) -> None:
+    """Copilot as a user has it after their first run: its package unpacked in the cache
+    (`~/.cache/copilot/pkg`, 235 MB; a first start spends a second or more unpacking it).
+    `--version` unpacks it; every arm then starts from the same warm cache."""
+    done = subprocess.run([str(path), "--version"], env=env, cwd=cwd, capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT, check=False)
+    cache = Path(env.get("COPILOT_PKG_CACHE_HOME") or Path(env["HOME"]) / ".cache" / "copilot")
+    if done.returncode != 0 or not any((cache / "pkg").glob("*/*/cli-main.js")):
+        raise RuntimeError(f"copilot --version did not unpack its package into {cache}/pkg "
+                           f"(exit {done.returncode}): {done.stderr[-1500:]}")
+
+
 def _provision_user(agent: str, user: str, model: Any) -> tuple[dict[str, str], Path]:
     """What an isolated run of `agent` needs in the user's own home: the model config
     where the agent looks for it (amux sets HOME, CODEX_HOME, PI_CODING_AGENT_DIR there),
-    a temp dir for Claude and a working directory; returns env overrides and the cwd."""
+    temp dirs for Claude, Gemini, Copilot and Qwen and a working directory; returns env
+    overrides and the cwd."""
     from tests.mockmodel.agents import codex_config, gemini_settings, opencode_provider
 
     entry = pwd.getpwnam(user)
@@ -219,6 +262,8 @@ def _provision_user(agent: str, user: str, model: Any) -> tuple[dict[str, str], 
             "baseUrl": model.base_url, "api": "openai-completions", "apiKey": "sk-dummy",
             "models": [{"id": "mock-model"}]}}}))
         made.append(models)
+    elif agent in ("copilot", "qwen"):  # their model settings are environment variables
+        overrides["TMPDIR"] = str(directory(home / f"{agent}-tmp"))  # Node's compile cache
     work = directory(home / "work" / agent)
     for path in made:
         os.chown(path, entry.pw_uid, entry.pw_gid)
@@ -317,8 +362,8 @@ def bare_arm(agent: str, plan: dict[str, Any], env: dict[str, str], cwd: Path, r
                                             env.get("PATH", os.defpath)])
     argv = [swap(arg) for arg in plan["argv"]]
     fresh = {}
-    if "--session-id" in argv:  # Claude: an id already used would be refused
-        fresh["--session-id"] = "{uuid}"
+    if "--session-id" in argv or any(arg.startswith("--session-id=") for arg in argv):
+        fresh["--session-id"] = "{uuid}"  # Claude, Gemini, Qwen, Copilot: a new session
     if "--session" in argv:  # Pi: the same file would resume the conversation
         value = argv[argv.index("--session") + 1]
         stem, dot, ext = Path(value).name.rpartition(".")
@@ -599,6 +644,8 @@ def bench_agent_launch(home: Path, connection: Connection, rounds: int,
                        "AMUX_RUNS_DIR": str(runs_dir)}
                 if os.environ.get("PYTHONPATH"):  # amux from a snapshot: every arm alike
                     env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+                if name == "copilot":
+                    _copilot_unpacked(path, env, work)
                 plan = dry_run(path, USER_ARGS[name], env, work)
                 bare, token_id = bare_arm(name, plan, env, work, root / "bare" / name,
                                           connection)
@@ -611,6 +658,8 @@ def bench_agent_launch(home: Path, connection: Connection, rounds: int,
                 if user is not None:
                     overrides, user_work = _provision_user(name, user, model)
                     passed = [part for var in PASS_ENV[name] for part in ("--pass-env", var)]
+                    if name == "copilot":  # its provider is environment only (module doc)
+                        passed += ["--endpoint", model.base_url, "--model", "mock-model"]
                     setup["isolated"] = Arm(
                         [*amux_command(), "run", "--as-user", user, *passed, str(path), "--",
                          *USER_ARGS[name]], {**env, **overrides}, user_work)
@@ -697,7 +746,7 @@ def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile-runs", type=int, default=3,
                         help="instrumented launches per agent and arm (0: no profile)")
     parser.add_argument("--agents", default=",".join(AGENTS),
-                        help="comma-separated subset of claude,codex,gemini,opencode,pi")
+                        help=f"comma-separated subset of {','.join(AGENTS)}")
     parser.add_argument("--npm-bin", type=Path, default=NPM_BIN,
                         help="where the agents are installed (default fixtures/npm/…/.bin)")
     parser.add_argument("--no-isolated", action="store_true",
