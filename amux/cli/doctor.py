@@ -67,7 +67,7 @@ def diagnose(env: Mapping[str, str]) -> dict[str, Any]:
         agent, more = done.result()
         found.append(agent)
         findings += more
-    if any(agent["found"] for agent in found):  # a user need not have all five
+    if any(agent["found"] for agent in found):  # a user need not have them all
         missing = {f"agent {agent['name']}" for agent in found if not agent["found"]}
         findings = [finding._replace(severity="note") if finding.check in missing else finding
                     for finding in findings]
