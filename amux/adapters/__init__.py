@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 
 from amux.adapters.base import Adapter
 from amux.adapters.fallback import FallbackAdapter
@@ -52,3 +52,12 @@ ADAPTERS: Mapping[str, Adapter] = _Adapters()
 def for_agent(command: str) -> Adapter:
     """The adapter for `command` (a name on PATH or a path), else the fallback."""
     return ADAPTERS.get(os.path.basename(command), FallbackAdapter())
+
+
+def grouped(key: Callable[[Adapter], str]) -> dict[str, list[str]]:
+    """The registry's agent names by `key` of their adapters, groups and names in registry
+    order (for help texts: "OPENAI_API_KEY for codex, opencode, pi and qwen")."""
+    groups: dict[str, list[str]] = {}
+    for name, adapter in ADAPTERS.items():
+        groups.setdefault(key(adapter), []).append(name)
+    return groups

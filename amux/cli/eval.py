@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from amux.adapters.base import Adapter, ModelWire
+    from amux.adapters.base import ModelWire
 
 _DESCRIPTION = (
     "Run the memory scenarios (remember and recall, correct, forget, injected text in "
@@ -39,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
                                      "memory with real agents and models.")
     commands = parser.add_subparsers(dest="command", required=True)
     live = commands.add_parser("live", description=_DESCRIPTION,
-                               epilog=_EPILOG.format(bases=_bases(AGENTS)),
+                               epilog=_EPILOG.format(bases=_bases()),
                                help="the live evaluation against a model endpoint")
     live.add_argument("--agent", required=True, choices=tuple(AGENTS),
                       help="the agent CLI to evaluate: " + ", ".join(AGENTS))
@@ -58,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
                       "fixtures/npm/node_modules/.bin in an amux checkout)")
     live.add_argument("--endpoint-key-env", "--api-key-env", metavar="NAME",
                       dest="api_key_env", help=f"the variable holding the endpoint's key "
-                      f"(default {_default_keys(AGENTS)}; none needed for a local endpoint; "
+                      f"(default {_default_keys()}; none needed for a local endpoint; "
                       "--api-key-env: the same)")
     live.add_argument("--scenario", action="append", default=[], choices=sorted(BY_NAME),
                       metavar="NAME", help="run only this scenario (repeatable): "
@@ -79,21 +78,20 @@ _BASES: dict[ModelWire, str] = {
 }
 
 
-def _bases(agents: Mapping[str, Adapter]) -> str:
+def _bases() -> str:
     """"the Anthropic API root (…) for Claude Code; the OpenAI-compatible base (…) for …"."""
-    by_base: dict[str, list[str]] = {}
-    for agent in agents.values():
-        by_base.setdefault(_BASES[agent.model_wire], []).append(agent.display_name)
-    return "; ".join(f"{base} for {_listed(names)}" for base, names in by_base.items())
+    from amux.adapters import ADAPTERS, grouped
+
+    return "; ".join(f"{base} for {_listed([ADAPTERS[name].display_name for name in names])}"
+                     for base, names in grouped(lambda agent: _BASES[agent.model_wire]).items())
 
 
-def _default_keys(agents: Mapping[str, Adapter]) -> str:
-    """"ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex, pi and opencode, …"."""
-    by_variable: dict[str, list[str]] = {}
-    for name, agent in agents.items():
-        by_variable.setdefault(agent.key_variables[0], []).append(name)
-    return ", ".join(f"{variable} for {_listed(names)}"
-                     for variable, names in by_variable.items())
+def _default_keys() -> str:
+    """"ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex, opencode, pi and qwen, …"."""
+    from amux.adapters import grouped
+
+    return ", ".join(f"{variable} for {_listed(names)}" for variable, names
+                     in grouped(lambda agent: agent.key_variables[0]).items())
 
 
 def _listed(names: list[str]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from amux.adapters import ADAPTERS
+from amux.adapters import ADAPTERS, grouped
 from amux.adapters.base import ENDPOINT_APIS, MODEL_WIRE_APIS, PlanRefused
 from amux.client.args import strict_parser
 from amux.client.cli import report
@@ -68,9 +68,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _kinds() -> str:
     """"anthropic for claude, openai for codex, opencode and pi, …": each adapter's own."""
-    by_kind: dict[str, list[str]] = {}
-    for name, adapter in ADAPTERS.items():
-        by_kind.setdefault(MODEL_WIRE_APIS[adapter.model_wire], []).append(name)
+    by_kind = grouped(lambda adapter: MODEL_WIRE_APIS[adapter.model_wire])
     return ", ".join(f"{kind} for {', '.join(names)}" for kind, names in by_kind.items())
 
 

@@ -253,7 +253,7 @@ def _resumed(home: Path, request: RunRequest) -> tuple[state.SessionState, Adapt
                           f"it was {frozen.not_resumable_reason}; start a new session "
                           f"instead (`amux run {frozen.agent} -- …`)")
     adapter: Adapter = ADAPTERS.get(frozen.adapter, FallbackAdapter())
-    if frozen.agent_session is None and adapter.tracks_sessions:
+    if _agent_session_unknown(frozen, adapter):
         raise ClientError("invalid_argument", f"session {frozen.id} never recorded "
                           f"{frozen.adapter}'s own session id, so it cannot be resumed")
     given = None if request.endpoint is None else dict(request.endpoint._asdict())
@@ -298,9 +298,14 @@ def _last(home: Path, agent: str | None) -> state.SessionState:
 
 
 def _resumable(session: state.SessionState) -> bool:
-    adapter = ADAPTERS.get(session.adapter)
-    return session.resumable and not (session.agent_session is None and adapter is not None
-                                      and adapter.tracks_sessions)
+    return session.resumable and not _agent_session_unknown(
+        session, ADAPTERS.get(session.adapter, FallbackAdapter()))
+
+
+def _agent_session_unknown(session: state.SessionState, adapter: Adapter) -> bool:
+    """The agent has sessions of its own, and this one's id was never learned: there is
+    nothing a resume could name."""
+    return session.agent_session is None and adapter.tracks_sessions
 
 
 def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
@@ -550,7 +555,7 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter,
     ended = f"amux run: session {session.id} ended (exit {status} after {seconds:.1f} s)"
     if not session.resumable:
         line = f"{ended}; it cannot be resumed: {session.not_resumable_reason}"
-    elif session.agent_session is None and adapter.tracks_sessions:
+    elif _agent_session_unknown(session, adapter):
         line = f"{ended}; it cannot be resumed: {session.adapter}'s own session id is unknown"
     else:
         line = f"{ended}; resume it with: amux run --resume {session.id}"
