@@ -85,6 +85,7 @@ import json
 import os
 import pwd
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -145,6 +146,8 @@ class Arm:
     cwd: Path
     fresh: dict[str, str] = field(default_factory=dict)
     """For the bare arm: option → template of a new session value per run (`{n}`)."""
+    marks: Path | None = None
+    """Where the arm's timed agent (`timed_agent`) writes when the agent starts and ends."""
     runs: int = 0
 
     def next_argv(self) -> list[str]:
@@ -167,6 +170,40 @@ class Outcome:
     problem: str = ""
     warnings: str = ""
     """amux's own start-up warnings (a launch that wired no memory says so)."""
+    agent_seconds: float | None = None
+    """From the agent's start to its exit (the arm's marks); the rest of `seconds` is the
+    launcher's (and the harness's own spawn, alike in every arm)."""
+
+
+_TIMED_AGENT = """#!/bin/sh
+# The agent, timed (benchmarks/agent_launch_bench.py): its start and its exit, in ns.
+date +%s%N >> {marks}
+{real} "$@"
+status=$?
+date +%s%N >> {marks}
+exit $status
+"""
+
+
+def timed_agent(real: Path, directory: Path) -> tuple[Path, Path]:
+    """A script named as the agent (its adapter is chosen by name) that runs `real` and
+    writes when it started and ended to a marks file: (the script, its marks file).
+
+    Every arm runs its agent through one, so each run splits into the agent's own time
+    and the time outside it: what `amux run` adds is then measured apart from the
+    agent's run-to-run spread (±300 ms for a 4 s turn), which a difference of whole runs
+    has to average away. A target user can run it and write its marks (an isolated run).
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o755)
+    marks = directory / "marks"
+    marks.touch()
+    marks.chmod(0o666)
+    script = directory / real.name
+    script.write_text(_TIMED_AGENT.format(marks=shlex.quote(str(marks)),
+                                          real=shlex.quote(str(real))))
+    script.chmod(0o755)
+    return script, marks
 
 
 # -- the agents' configuration against the mock model ------------------------------------
@@ -385,6 +422,8 @@ def _memory_seen(agent: str, requests: list[Any]) -> bool:
 def run_once(agent: str, arm: Arm, model: Any) -> Outcome:
     before = len(model.requests)
     argv = arm.next_argv()
+    if arm.marks is not None:
+        arm.marks.write_text("")
     started = time.perf_counter()
     try:
         done = subprocess.run(argv, env=arm.env, cwd=arm.cwd, capture_output=True, text=True,
@@ -392,6 +431,12 @@ def run_once(agent: str, arm: Arm, model: Any) -> Outcome:
     except subprocess.TimeoutExpired:
         return Outcome(RUN_TIMEOUT, False, "timed out")
     elapsed = time.perf_counter() - started
+    agent_seconds = None
+    if arm.marks is not None:
+        # The last two: a version or app-server probe before the run writes its own.
+        marks = [int(line) for line in arm.marks.read_text().split()][-2:]
+        if len(marks) == 2:
+            agent_seconds = (marks[1] - marks[0]) / 1e9
     problem = ""
     if done.returncode != 0:
         problem = f"exit {done.returncode}: {done.stderr[-1500:]}"
@@ -401,7 +446,9 @@ def run_once(agent: str, arm: Arm, model: Any) -> Outcome:
         problem = "the model saw no amux memory tools or protocol"
     warnings = "\n".join(line for line in done.stderr.splitlines()
                          if line.startswith("amux run: warning"))
-    return Outcome(elapsed, not problem, problem, warnings)
+    if not problem and agent_seconds is None:
+        problem = "the timed agent wrote no marks"
+    return Outcome(elapsed, not problem, problem, warnings, agent_seconds)
 
 
 def _median_ms(values: Sequence[float]) -> float | None:
@@ -409,12 +456,28 @@ def _median_ms(values: Sequence[float]) -> float | None:
 
 
 def _diff(high: Sequence[float], low: Sequence[float]) -> dict[str, Any]:
-    """Median of the per-round differences, and the difference of the medians (ms)."""
+    """Median of the per-round differences with its 95% confidence interval, and the
+    difference of the medians (ms)."""
     pairs = [h - lo for h, lo in zip(high, low, strict=True)]
+    if not pairs:
+        return {"paired_p50_ms": None, "of_medians_ms": None, "per_round_ms": []}
+    low_ci, high_ci = timing.median_ci(pairs)
     return {"paired_p50_ms": _median_ms(pairs),
-            "of_medians_ms": round((statistics.median(high) - statistics.median(low)) * 1000, 1)
-            if high and low else None,
+            "paired_ci95_ms": [round(low_ci * 1000, 1), round(high_ci * 1000, 1)],
+            "of_medians_ms": round((statistics.median(high) - statistics.median(low)) * 1000, 1),
             "per_round_ms": [round(p * 1000, 1) for p in pairs]}
+
+
+def _split_diff(whole: dict[str, list[float]], inside: dict[str, list[float]], high: str,
+                low: str) -> dict[str, Any]:
+    """`high` − `low` per round: whole runs, and split into the time outside the agent (the
+    launcher's share: what the target is about) and the agent's own (≈ 0 unless the launch
+    changed how the agent runs), each a paired median with its confidence interval."""
+    outside = {arm: [w - i for w, i in zip(whole[arm], inside[arm], strict=True)]
+               for arm in (high, low)}
+    return {**_diff(whole[high], whole[low]),
+            "outside_agent": _diff(outside[high], outside[low]),
+            "agent_itself": _diff(inside[high], inside[low])}
 
 
 # -- the profile ----------------------------------------------------------------------------
@@ -646,26 +709,31 @@ def bench_agent_launch(home: Path, connection: Connection, rounds: int,
                     env["PYTHONPATH"] = os.environ["PYTHONPATH"]
                 if name == "copilot":
                     _copilot_unpacked(path, env, work)
-                plan = dry_run(path, USER_ARGS[name], env, work)
+                timed = {arm: timed_agent(path, root / "timed" / arm / name) for arm in ARMS}
+                plan = dry_run(timed["bare"][0], USER_ARGS[name], env, work)
                 bare, token_id = bare_arm(name, plan, env, work, root / "bare" / name,
                                           connection)
+                bare.marks = timed["bare"][1]
                 if token_id:
                     tokens.append(token_id)
                 setup: dict[str, Any] = {
                     "path": path, "plan": plan, "bare": bare,
-                    "amux": Arm([*amux_command(), "run", str(path), "--", *USER_ARGS[name]],
-                                env, work)}
+                    "amux": Arm([*amux_command(), "run", str(timed["amux"][0]), "--",
+                                 *USER_ARGS[name]], env, work, marks=timed["amux"][1])}
                 if user is not None:
                     overrides, user_work = _provision_user(name, user, model)
                     passed = [part for var in PASS_ENV[name] for part in ("--pass-env", var)]
                     if name == "copilot":  # its provider is environment only (module doc)
                         passed += ["--endpoint", model.base_url, "--model", "mock-model"]
                     setup["isolated"] = Arm(
-                        [*amux_command(), "run", "--as-user", user, *passed, str(path), "--",
-                         *USER_ARGS[name]], {**env, **overrides}, user_work)
+                        [*amux_command(), "run", "--as-user", user, *passed,
+                         str(timed["isolated"][0]), "--", *USER_ARGS[name]],
+                        {**env, **overrides}, user_work, marks=timed["isolated"][1])
                 setups[name] = setup
             arms = [arm for arm in ARMS if user is not None or arm != "isolated"]
             samples: dict[str, dict[str, list[float]]] = {
+                name: {arm: [] for arm in arms} for name in agents}
+            inside: dict[str, dict[str, list[float]]] = {  # the agent's own time per run
                 name: {arm: [] for arm in arms} for name in agents}
             failures: dict[str, dict[str, list[str]]] = {
                 name: {arm: [] for arm in arms} for name in agents}
@@ -687,6 +755,7 @@ def bench_agent_launch(home: Path, connection: Connection, rounds: int,
                         if not outcome.ok:
                             failures[name][arm].append(outcome.problem)
                         samples[name][arm].append(outcome.seconds)
+                        inside[name][arm].append(outcome.agent_seconds or 0.0)
                 if round_index == 0:
                     say(f"agent launch: warm-up done in {time.perf_counter() - started:.0f} s; "
                         f"{rounds} rounds of {', '.join(agents)} × {', '.join(arms)}")
@@ -702,10 +771,10 @@ def bench_agent_launch(home: Path, connection: Connection, rounds: int,
                                        for arm in arms}
                 row["user_args"] = list(USER_ARGS[name])
                 row["version"] = _version(found / name, setups[name]["amux"].env)
-                row["amux_minus_bare"] = _diff(samples[name]["amux"], samples[name]["bare"])
-                if "isolated" in arms:
-                    row["isolated_minus_amux"] = _diff(samples[name]["isolated"],
-                                                       samples[name]["amux"])
+                for key, high, low in (("amux_minus_bare", "amux", "bare"),
+                                       ("isolated_minus_amux", "isolated", "amux")):
+                    if high in arms:
+                        row[key] = _split_diff(samples[name], inside[name], high, low)
                 row["failures"] = {arm: problems for arm, problems in failures[name].items()
                                    if problems}
                 row["amux_warnings"] = {arm: text for arm, text in warnings[name].items()

@@ -471,7 +471,10 @@ _ARM_LABELS = {"bare": "bare agent", "amux": "amux run", "isolated": "amux run -
 
 
 def agent_launch_targets(agent_launch: dict[str, Any]) -> list[dict[str, Any]]:
-    """B − A ≤ 100 ms per agent, C − B ≤ 50 ms (median of the per-round differences)."""
+    """B − A ≤ 100 ms per agent, C − B ≤ 50 ms: the paired median of the time outside the
+    agent (the launcher's share), where the rounds split it off; met when that is within
+    the target and the whole runs' paired median is not above it beyond its confidence
+    interval (so a launch that slowed the agent itself would miss too)."""
     if "agents" not in agent_launch:
         return []
     rows = []
@@ -484,16 +487,26 @@ def agent_launch_targets(agent_launch: dict[str, Any]) -> list[dict[str, Any]]:
             diff = row.get(key)
             if diff is None or diff["paired_p50_ms"] is None:
                 continue
-            paired = diff["paired_p50_ms"]
             failed = sum(len(row.get("failures", {}).get(arm, [])) for arm in (low, high))
             warned = [arm for arm in (low, high) if row.get("amux_warnings", {}).get(arm)]
+            whole = (f"whole runs {diff['paired_p50_ms']:+.1f} ms per round"
+                     + (" (95% CI {:+.1f} … {:+.1f})".format(*diff["paired_ci95_ms"])
+                        if diff.get("paired_ci95_ms") else "")
+                     + f", medians {row[high]['p50_ms']:.1f} vs {row[low]['p50_ms']:.1f} ms")
+            outside = diff.get("outside_agent", {}).get("paired_p50_ms")
+            if outside is None:
+                measured, met = whole, diff["paired_p50_ms"] <= target
+            else:
+                agent = diff["agent_itself"]
+                measured = (f"{outside:+.1f} ms outside the agent per round; the agent "
+                            f"itself {agent['paired_p50_ms']:+.1f} ms; {whole}")
+                met = outside <= target and diff["paired_ci95_ms"][0] <= target
             rows.append({
                 "target": f"{label}, {name}: median extra ≤ {target:g} ms",
-                "measured": f"{paired:+.1f} ms per round (medians {row[high]['p50_ms']:.1f} vs "
-                            f"{row[low]['p50_ms']:.1f} ms: {diff['of_medians_ms']:+.1f})"
+                "measured": measured
                             + (f"; {failed} runs failed their check" if failed else "")
                             + (f"; amux warned in {', '.join(warned)}" if warned else ""),
-                "met": paired <= target and not failed,
+                "met": met and not failed,
             })
     return rows
 
@@ -501,16 +514,19 @@ def agent_launch_targets(agent_launch: dict[str, Any]) -> list[dict[str, Any]]:
 def agent_launch_table(agent_launch: dict[str, Any], markdown: bool) -> str:
     arms = agent_launch["arms"]
     header = ["agent", *(f"{_ARM_LABELS[arm]} p50/p90" for arm in arms),
-              "amux − bare (paired / medians)"]
+              "amux − bare (whole runs: paired / medians)"]
     if "isolated" in arms:
-        header.append("isolated − amux (paired / medians)")
+        header.append("isolated − amux (whole runs: paired / medians)")
     rows = []
     for name, row in agent_launch["agents"].items():
         cells = [f"{name} {row.get('version', '')}".strip(), *(_ms(row[arm]) for arm in arms)]
         for key in ("amux_minus_bare", "isolated_minus_amux"):
             if key in row:
                 diff = row[key]
-                cells.append(f"{diff['paired_p50_ms']:+.1f} / {diff['of_medians_ms']:+.1f}")
+                outside = diff.get("outside_agent", {}).get("paired_p50_ms")
+                cells.append((f"{outside:+.1f} outside the agent; " if outside is not None
+                              else "") + f"{diff['paired_p50_ms']:+.1f} / "
+                             f"{diff['of_medians_ms']:+.1f}")
         rows.append(cells)
     return _table(header, rows, markdown)
 

@@ -46,6 +46,19 @@ def summarize(samples: Sequence[float]) -> dict[str, Any]:
     }
 
 
+def median_ci(samples: Sequence[float], confidence: float = 0.95,
+              resamples: int = 2000) -> tuple[float, float]:
+    """A bootstrap confidence interval of the median of `samples` (percentile method, a
+    fixed seed so a report can be recomputed): how far the median could move by chance."""
+    import random
+
+    chooser = random.Random(0)
+    medians = sorted(statistics.median(chooser.choices(samples, k=len(samples)))
+                     for _ in range(resamples))
+    tail = (1 - confidence) / 2
+    return percentile(medians, tail), percentile(medians, 1 - tail)
+
+
 def timed(action: Callable[[], object]) -> tuple[float, object]:
     """Seconds `action` took, and what it returned."""
     started = time.perf_counter()

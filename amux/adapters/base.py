@@ -18,19 +18,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple, Protocol, get_args
 
-Channel = Literal["mcp", "cli", "none"]
-ModelWire = Literal["anthropic", "responses", "chat", "gemini"]
-"""The API an agent speaks to its model: Anthropic Messages, OpenAI Responses, OpenAI chat
-completions, the Gemini API."""
-EndpointApi = Literal["openai", "anthropic", "gemini"]
-ENDPOINT_APIS: tuple[EndpointApi, ...] = get_args(EndpointApi)
-"""Every API kind `amux run --endpoint-api` takes."""
+from amux.typing_light import NamedTuple, Protocol
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal, TypeAlias
+
+    Channel: TypeAlias = Literal["mcp", "cli", "none"]
+    ModelWire: TypeAlias = Literal["anthropic", "responses", "chat", "gemini"]
+    """The API an agent speaks to its model: Anthropic Messages, OpenAI Responses, OpenAI
+    chat completions, the Gemini API."""
+    EndpointApi: TypeAlias = Literal["openai", "anthropic", "gemini"]
+    RequirementKind: TypeAlias = Literal["flag", "env", "setting"]
+else:  # names only annotations (and the adapters' imports of them) use
+    Channel = ModelWire = EndpointApi = RequirementKind = str
+
+ENDPOINT_APIS: tuple[EndpointApi, ...] = ("openai", "anthropic", "gemini")
+"""Every API kind `amux run --endpoint-api` takes (`EndpointApi`'s values)."""
 MODEL_WIRE_APIS: Mapping[ModelWire, EndpointApi] = {
     "anthropic": "anthropic", "responses": "openai", "chat": "openai", "gemini": "gemini"}
 """The `--endpoint-api` kind of each wire."""
-RequirementKind = Literal["flag", "env", "setting"]
 NOTHING: Mapping[str, Any] = MappingProxyType({})
 """An empty mapping no one can change: the default of a record's mapping field."""
 MEMORY_TOOLS = ("memory_search", "memory_get", "memory_upsert", "memory_forget",
@@ -557,10 +565,18 @@ NOT_RESUMABLE = "; this amux session cannot be resumed"
 
 def chosen_uuid(namespace: str, session_id: str) -> str:
     """The agent session id (a UUID) amux chooses up front for its session `session_id`:
-    the same id every time, distinct per agent by `namespace` (a fixed UUID)."""
-    import uuid  # only for the launches of such agents
+    the same id every time, distinct per agent by `namespace` (a fixed UUID).
 
-    return str(uuid.uuid5(uuid.UUID(namespace), session_id))
+    `uuid.uuid5(UUID(namespace), session_id)`, spelled out: importing `uuid` (with
+    `platform` and libuuid) would cost each launch of these agents ~5 ms."""
+    import hashlib
+
+    digest = bytearray(hashlib.sha1(bytes.fromhex(namespace.replace("-", ""))
+                                    + session_id.encode()).digest()[:16])
+    digest[6] = digest[6] & 0x0F | 0x50  # version 5
+    digest[8] = digest[8] & 0x3F | 0x80  # the RFC 4122 variant
+    hexed = digest.hex()
+    return f"{hexed[:8]}-{hexed[8:12]}-{hexed[12:16]}-{hexed[16:20]}-{hexed[20:]}"
 
 
 def refuse(args: tuple[str, ...], flags: tuple[str, ...], agent: str) -> None:

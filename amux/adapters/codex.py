@@ -32,7 +32,6 @@ import json
 import os
 import re
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 from amux.adapters.base import (
     ENDPOINT_PROVIDER,
@@ -71,6 +70,7 @@ from amux.adapters.codex_layers import (
     take_overrides,
     working_dir,
 )
+from amux.typing_light import NamedTuple
 
 MEMORY_SETTINGS = ("features.memories", "memories.use_memories", "memories.generate_memories")
 """Codex's native-memory settings; every launch forces them false (so does the app-server

@@ -68,10 +68,10 @@ import platform
 import re
 import sys
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from amux import __version__
 from amux.adapters.base import Probe, take_option
+from amux.typing_light import NamedTuple
 
 APP_SERVER_TIMEOUT = 5.0
 """Seconds Codex's app-server gets to answer `config/read` (it takes ~0.05–0.3 s)."""

@@ -36,7 +36,6 @@ import posixpath
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from amux.adapters import jsonc
 from amux.adapters.base import (
@@ -66,6 +65,10 @@ from amux.adapters.base import (
     refuse,
     with_endpoint,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 HOME_DIR = "gemini-home"
 """The mirror of the user's home, in the session's own directory."""

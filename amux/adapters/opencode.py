@@ -35,7 +35,6 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from amux.adapters import jsonc
 from amux.adapters.base import (
@@ -65,6 +64,10 @@ from amux.adapters.base import (
     no_unpacked_code,
     refuse,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 CONTENT = "OPENCODE_CONFIG_CONTENT"
 INSTRUCTIONS_FILE = "opencode-instructions.md"

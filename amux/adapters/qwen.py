@@ -42,7 +42,6 @@ import errno
 import json
 import os
 from collections.abc import Mapping
-from typing import Any
 
 from amux.adapters import jsonc
 from amux.adapters.base import (
@@ -74,6 +73,10 @@ from amux.adapters.base import (
     take_option,
     with_endpoint,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _NAMESPACE = "3f9a6c1e-2b7d-4e58-9c0a-51d7e4b2a903"
 """uuid5 namespace of the Qwen session ids amux chooses (a fixed, arbitrary UUID)."""

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
 
 from amux.adapters import ADAPTERS, grouped
 from amux.adapters.base import ENDPOINT_APIS, MODEL_WIRE_APIS, PlanRefused
@@ -12,8 +11,10 @@ from amux.client.cli import report
 from amux.client.home import amux_home
 from amux.client.wire import ClientError
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
+    from typing import Any
 
     from amux.adapters.base import EndpointRequest
 

@@ -23,14 +23,16 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from amux.client.connection import Connection, owner_config_path, read_config
 from amux.client.transport import HubClient
 from amux.client.wire import ClientError
 from amux.hub.paths import STOP_SECONDS, log_path, owner_socket_path, pid_path, start_lock_path
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from amux.hub.pidfile import ProcessId
 
 READY_TIMEOUT = 20.0

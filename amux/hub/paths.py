@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
 
@@ -23,6 +22,8 @@ def owner_socket_path(home: Path) -> Path:
     preferred = home / "run" / "hub.sock"
     if len(os.fsencode(preferred)) <= _SUN_PATH_MAX:
         return preferred
+    import hashlib  # rarely needed, and OpenSSL's loading costs every launch ~4 ms
+
     digest = hashlib.sha256(os.fsencode(home.resolve())).hexdigest()[:16]
     return Path(_temp_root()) / f"amux-{os.geteuid()}" / f"{digest}.sock"
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 from functools import cache
 from pathlib import Path
-from typing import NamedTuple
+
+from amux.typing_light import NamedTuple
 
 TOLERANCE_SECONDS = 1.0
 """How far two readings of one process's start time may differ (psutil derives it

@@ -31,9 +31,9 @@ import os
 import pwd
 import stat
 from pathlib import Path
-from typing import NamedTuple
 
 from amux.memory.errors import InvalidArgument
+from amux.typing_light import NamedTuple
 
 PRIVATE = 0o700
 SHARED = 0o755

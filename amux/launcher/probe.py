@@ -24,11 +24,14 @@ import subprocess
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import IO
 
 from amux.launcher.supervise import RunAs
 from amux.launcher.userfiles import UserFiles
 from amux.memory.durable import write_file_atomic
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import IO
 
 EXIT_GRACE_SECONDS = 2.0
 """How long a command that has answered (`until`) may take to exit once its stdin closes."""

@@ -23,7 +23,6 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from amux.adapters import ADAPTERS, for_agent
 from amux.adapters.base import (
@@ -43,6 +42,11 @@ from amux.launcher.userfiles import UserFiles
 from amux.materializer.target import Target, isolated_env
 from amux.memory.durable import write_file_atomic
 from amux.protocol import render
+from amux.typing_light import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 VERSION_TIMEOUT_SECONDS = 10.0
 

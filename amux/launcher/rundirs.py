@@ -34,11 +34,11 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import NamedTuple
 
 from amux.client.wire import ClientError
 from amux.hub import pidfile
 from amux.memory.durable import write_file_atomic
+from amux.typing_light import NamedTuple
 
 CONFIG_NAME = "memory.json"
 """The agent's connection config inside its run directory."""

@@ -18,10 +18,14 @@ import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from amux.client.wire import ClientError
 from amux.memory.durable import write_file_atomic
+from amux.typing_light import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 STATE_VERSION = 1
 

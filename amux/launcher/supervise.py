@@ -38,7 +38,8 @@ import signal
 import subprocess
 from collections.abc import Callable
 from types import FrameType
-from typing import NamedTuple
+
+from amux.typing_light import NamedTuple
 
 _Handler = Callable[[int, FrameType | None], None] | signal.Handlers
 

@@ -17,14 +17,16 @@ import stat
 import time
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, cast
 
 from amux.adapters.base import PlanFile, PlanMirror
 from amux.launcher import mirrors, planfiles, readfile
 from amux.materializer.target import Target
+from amux.typing_light import cast
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from amux.materializer.helper import Helper
 
 RECENT_CHANGE_SECONDS = 1.0

@@ -33,12 +33,16 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
 
 from amux.client.connection import Connection, find_connection
 from amux.client.transport import HubClient
 from amux.client.wire import ClientError
 from amux.launcher import rundirs
+from amux.typing_light import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 DISCOVERY_TIMEOUT_SECONDS = 3.0
 TOKEN_TTL_SECONDS = 7 * 86400

@@ -21,9 +21,9 @@ import os
 import pwd
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
 
 from amux.client.wire import ClientError
+from amux.typing_light import NamedTuple
 
 _SECRET_NAME = re.compile(
     r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE|CERT", re.IGNORECASE)

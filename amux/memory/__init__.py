@@ -6,9 +6,10 @@ Knows no socket, identity store or agent. Start at `store.Store`; scopes come fr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from amux.memory.errors import AmuxError
     from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
     from amux.memory.store import Store

@@ -30,9 +30,11 @@ row fails at import), so they never drift apart.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
-
 from amux.client.wire import ERROR_TABLE
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
 
 MESSAGE_MAX_CHARS = 1000
 """An error message never grows with the input it complains about (a 600 KB path was

@@ -12,9 +12,15 @@ from __future__ import annotations
 import re
 from functools import cache
 from pathlib import Path
-from typing import Literal
 
-Channel = Literal["mcp", "cli"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal, TypeAlias
+
+    Channel: TypeAlias = Literal["mcp", "cli"]
+else:  # a name for annotations (and imports of it) only
+    Channel = str
+
 CHANNELS: tuple[Channel, ...] = ("mcp", "cli")
 MAX_CHARS = 1500
 

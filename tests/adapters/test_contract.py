@@ -4,12 +4,22 @@ native memory, replay identically on resume, and stay out of the way without mem
 from __future__ import annotations
 
 import json
+import uuid
 
 import pytest
 import tomlkit
+from hypothesis import given
+from hypothesis import strategies as st
 
 from amux.adapters import ADAPTERS, for_agent
-from amux.adapters.base import PROMPT, AgentRequest, LaunchPlan, Memory, ResumeFlagRefused
+from amux.adapters.base import (
+    PROMPT,
+    AgentRequest,
+    LaunchPlan,
+    Memory,
+    ResumeFlagRefused,
+    chosen_uuid,
+)
 from amux.adapters.fallback import FallbackAdapter
 from amux.protocol.render import render
 from tests.adapters.test_hooks import FakeProbe
@@ -270,3 +280,10 @@ def test_every_agent_fact_is_the_adapters(name: str) -> None:
     for path in (*headless.dirs, *(file.path for file in headless.files),
                  *([headless.answer_file] if headless.answer_file else [])):
         assert path.startswith(("/run/home/", "/run/tmp/")), path
+
+
+@given(st.uuids(), st.text())
+def test_the_chosen_session_uuid_is_uuid5(namespace: uuid.UUID, session_id: str) -> None:
+    """`chosen_uuid` spells out `uuid.uuid5` (its module costs a launch ~5 ms): the same ids
+    as before, for any namespace and amux session id."""
+    assert chosen_uuid(str(namespace), session_id) == str(uuid.uuid5(namespace, session_id))

@@ -79,14 +79,14 @@ class Launcher:
             script.chmod(0o755)
 
     def run(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-            ) -> subprocess.CompletedProcess[str]:
+            python_flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
         environment = {k: v for k, v in os.environ.items()
                        if k not in ("AMUX_MEMORY_CONFIG", "AMUX_HUB", "AMUX_TOKEN")}
         environment.update({"AMUX_HOME": str(self.home), "FAKE_AGENT_LOG": str(self.log),
                             "PATH": f"{self.bin}{os.pathsep}{environment['PATH']}",
                             "CODEX_HOME": str(self.home.parent / "codex-home"),
                             **(env or {})})
-        return subprocess.run([sys.executable, "-m", "amux", "run", *args],
+        return subprocess.run([sys.executable, *python_flags, "-m", "amux", "run", *args],
                               capture_output=True, text=True, env=environment, timeout=120,
                               stdin=subprocess.DEVNULL, cwd=cwd)
 
@@ -243,6 +243,29 @@ def test_other_agents_run_unchanged_with_a_report(hub: HubProcess, launcher: Lau
     assert done.returncode == 3
     assert "no memory capability for my-agent" in done.stderr
     assert launcher.records()[0]["argv"] == ["--flag"]
+
+
+LAUNCH_NEVER_IMPORTS = {"typing", "uuid", "platform", "dataclasses", "inspect", "argparse"}
+"""What a launch does without: each costs every launch a few ms before the agent starts
+(`typing` ~5, `uuid` with `platform` ~5, `dataclasses` with `inspect` ~10, `argparse` ~12)."""
+
+
+@pytest.mark.parametrize("agent", ["claude", "pi", "copilot"])
+def test_a_launch_imports_nothing_it_can_do_without(hub: HubProcess, launcher: Launcher,
+                                                    agent: str) -> None:
+    """The launcher's own start is most of what `amux run` adds to an agent's: the imports
+    on the way to the agent's start stay lean (docs/benchmarks.md)."""
+    enable(hub)
+    script = launcher.bin / agent
+    if not script.exists():
+        script.write_text((launcher.bin / "pi").read_text())
+        script.chmod(0o755)
+    done = launcher.run(agent, "--", "-p", "x", python_flags=("-X", "importtime"))
+    assert done.returncode == 0, done.stderr
+    imported = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "amux.launcher.run" in imported
+    assert not imported & LAUNCH_NEVER_IMPORTS
 
 
 def test_sessions_list_and_show(hub: HubProcess, launcher: Launcher) -> None:
