@@ -71,6 +71,16 @@ def render(value: Any) -> None:
                           "yes" if session["resumable"] else "no")
         console.print(table if value["sessions"] else "No sessions yet: `amux run AGENT` "
                       "starts one.")
+    elif isinstance(value, dict) and "changes" in value:  # memory log
+        table = Table("when", "operation", "path", "revision", "bytes", "who",
+                      box=box.SIMPLE_HEAD, pad_edge=False)
+        for change in value["changes"]:
+            table.add_row(change["at"], change["operation"], change["path"],
+                          (change["revision"] or "")[:12], f"{change['bytes']:,}", _who(change))
+        console.print(table if value["changes"] else "No changes recorded.")
+    elif isinstance(value, dict) and "diff" in value:  # memory diff
+        console.print(value["diff"] or f"{value['path']}: no difference", markup=False,
+                      highlight=False, end="")
     elif isinstance(value, dict) and "content" in value and "exists" in value:
         if not value["exists"]:
             console.print(f"{value['path']}: no such document", style="yellow")
@@ -85,6 +95,15 @@ def render(value: Any) -> None:
                           style="dim")
     else:
         console.print_json(data=value)
+
+
+def _who(change: dict[str, Any]) -> str:
+    """"alice (claude, session 2026…)", or "hand edit" for a change made outside the Hub."""
+    if change["principal"] is None:
+        return "hand edit"
+    launched = ", ".join(part for part in (change["agent"], change["session"] and
+                                           f"session {change['session']}") if part)
+    return f"{change['principal']} ({launched})" if launched else str(change["principal"])
 
 
 def _short_binding(binding: str | None) -> str:

@@ -1,4 +1,5 @@
-"""`amux memory search|show|upsert|forget|export`: the memory CLI (SPEC §3, Appendix A).
+"""`amux memory search|show|upsert|forget|export|log|diff|restore…`: the memory CLI (SPEC §3,
+Appendix A).
 
 JSON on stdout by default (compact, bounded: what agents read); `--pretty` for
 people. An error prints its Appendix A JSON on stdout, one human line on stderr,
@@ -40,11 +41,13 @@ COMMANDS: dict[str, Command] = {
         Arg("--prefix", "only documents under this folder (whole segments)"),
         Arg("--limit", "documents to return, 1-20 (default 5)", type=int)),
     "show": Command(
-        "one bounded page of a document",
+        "one bounded page of a document, or a past version of it (--revision)",
         Arg("path", PATH_HELP),
         Arg("--start-line", "1-based first line", type=int, default=0),
         Arg("--end-line", "1-based last line (inclusive)", type=int, default=0),
-        Arg("--offset", "continue at next_offset of a truncated page", type=int)),
+        Arg("--offset", "continue at next_offset of a truncated page", type=int),
+        Arg("--revision", "the whole document as it was at this revision (from `amux "
+            "memory log`)")),
     "upsert": Command(
         "create or replace a whole document",
         Arg("path", PATH_HELP),
@@ -60,6 +63,27 @@ COMMANDS: dict[str, Command] = {
         "documents with size, revision and date (for people)",
         Arg("prefix", "only under this folder", nargs="?"),
         Arg("--limit", "at most this many, 1-1000 (default 100)", type=int)),
+    "log": Command(
+        "the changes in your memory scope, newest first: when, which revision, what "
+        "operation, and who (principal, agent, amux session)",
+        Arg("path", "only this document's changes", nargs="?"),
+        Arg("--since", "only changes since WHEN: 30m, 12h, 7d, today, or a date/time "
+            "such as 2026-12-01 or 2026-12-01T09:30"),
+        Arg("--limit", "at most this many, 1-10000 (default 50)", type=int)),
+    "diff": Command(
+        "a unified diff between two versions of a document (default: its newest change)",
+        Arg("path", PATH_HELP),
+        Arg("from_revision", "the older version (default: the one before the newest "
+            "change; 'absent' for none)", nargs="?", metavar="REV"),
+        Arg("to_revision", "the newer version (default: the newest change's)", nargs="?",
+            metavar="REV")),
+    "restore": Command(
+        "write a past version back, as an ordinary conditional write (a forgotten "
+        "document too: --expected-revision absent)",
+        Arg("path", PATH_HELP),
+        Arg("--revision", "the version to restore (from `amux memory log PATH`)",
+            required=True),
+        Arg("--expected-revision", "the current revision, or 'absent'", required=True)),
     "edit": Command("edit a document in $VISUAL/$EDITOR, then save it conditionally "
                     "(for people)", Arg("path", PATH_HELP)),
     "doctor": Command(
@@ -157,6 +181,9 @@ def _run(args: Any, start_hub: StartHub | None = None) -> Any:
             if args.limit is not None:
                 body["limit"] = args.limit
             return client.call("/v1/memory/search", body)
+        if args.command == "show" and args.revision is not None:
+            return client.call("/v1/memory/version", {"path": args.path,
+                                                       "revision": args.revision})
         if args.command == "show":
             return client.call("/v1/memory/get", {
                 "path": args.path, "start_line": args.start_line, "end_line": args.end_line,
@@ -176,6 +203,22 @@ def _run(args: Any, start_hub: StartHub | None = None) -> Any:
             if args.limit is not None:
                 body["limit"] = args.limit
             return client.call("/v1/memory/list", body)
+        if args.command == "log":
+            body = {"path": args.path}
+            if args.since is not None:
+                body["since"] = since(args.since)
+            if args.limit is not None:
+                body["limit"] = args.limit
+            return client.call("/v1/memory/log", body)
+        if args.command == "diff":
+            result = client.call("/v1/memory/diff", {
+                "path": args.path, "from_revision": args.from_revision,
+                "to_revision": args.to_revision})
+            return result if args.pretty else str(result["diff"]).encode("utf-8")
+        if args.command == "restore":
+            return client.call("/v1/memory/restore", {
+                "path": args.path, "revision": args.revision,
+                "expected_revision": args.expected_revision})
         if args.command == "edit":
             from amux.client.edit import edit
 
@@ -188,6 +231,28 @@ def _run(args: Any, start_hub: StartHub | None = None) -> Any:
 
             return report(result).encode("utf-8")
         return _export(client, args.path)
+
+
+def since(when: str, now: float | None = None) -> float:
+    """Seconds since the epoch of `--since WHEN`: an age (30m, 12h, 7d), `today` (local
+    midnight), or an ISO date or date-time (local time unless it names its zone)."""
+    import time
+    from datetime import datetime
+
+    current = time.time() if now is None else now
+    text = when.strip().lower()
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    if text[-1:] in units and text[:-1].isdigit():
+        return current - int(text[:-1]) * units[text[-1]]
+    if text == "today":
+        midnight = time.localtime(current)
+        return time.mktime((midnight.tm_year, midnight.tm_mon, midnight.tm_mday, 0, 0, 0, 0,
+                            0, -1))
+    try:
+        return datetime.fromisoformat(when.strip()).timestamp()
+    except ValueError:
+        raise ClientError("invalid_argument", f"--since {when!r}: give an age (30m, 12h, 7d), "
+                          "'today', or a date such as 2026-12-01 or 2026-12-01T09:30") from None
 
 
 def _indented(value: Any) -> None:

@@ -17,11 +17,22 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
     POST /v1/memory/list     {path_prefix?, limit?}  -> {documents: [{path, bytes,
                              revision, modified_at}], truncated}     (for people)
     POST /v1/memory/doctor   {}  -> read-only health report of the scope (amux.memory.doctor)
+    POST /v1/memory/log      {path?, since?, limit?}  -> {changes: [{at, path, operation,
+                             revision, bytes, principal, agent, session, commit}]}, newest
+                             first                                   (history, for people)
+    POST /v1/memory/version  {path, revision}  -> {path, revision, content}: a past version
+    POST /v1/memory/diff     {path, from_revision?, to_revision?}  -> {path, from_revision,
+                             to_revision, diff}: unified diff (default: the previous
+                             version against the current)
+    POST /v1/memory/restore  {path, revision, expected_revision}  -> as upsert, plus
+                             restored_from: a conditional write of that version
     POST /v1/binding         {}  -> {principal, binding}   (what a launcher freezes)
-    POST /v1/delegate        {ttl?, binding?}  -> {principal, token, token_id, binding,
-                             expires_at}: a delegated token of the caller's own principal,
-                             bound to its scope now (`binding`: the one the caller expects,
-                             else binding_mismatch); login tokens only, any listener
+    POST /v1/delegate        {ttl?, binding?, agent?, session?}  -> {principal, token,
+                             token_id, binding, expires_at}: a delegated token of the
+                             caller's own principal, bound to its scope now (`binding`: the
+                             one the caller expects, else binding_mismatch; `agent`,
+                             `session`: the launched agent's, which history records with its
+                             changes); login tokens only, any listener
     POST /v1/revoke          {token_id}  -> {principal, revoked: [token_id]}: one of the
                              caller's own delegated tokens; login tokens only, any listener
     POST /v1/status          {}  -> hub status (SPEC Appendix A)
@@ -36,8 +47,10 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -60,8 +73,10 @@ from amux.memory.errors import (
     InternalError,
     InvalidArgument,
     MemoryDisabled,
+    NotFound,
 )
 from amux.memory.faults import storage_faults
+from amux.memory.history import Author
 from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
 from amux.memory.store import Store
 
@@ -74,6 +89,10 @@ _MEMORY_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
     "forget": (frozenset({"path", "expected_revision"}), frozenset()),
     "list": (frozenset(), frozenset({"path_prefix", "limit"})),
     "doctor": (frozenset(), frozenset()),
+    "log": (frozenset(), frozenset({"path", "since", "limit"})),
+    "version": (frozenset({"path", "revision"}), frozenset()),
+    "diff": (frozenset({"path"}), frozenset({"from_revision", "to_revision"})),
+    "restore": (frozenset({"path", "revision", "expected_revision"}), frozenset()),
 }
 """Required and optional fields of each memory operation (SPEC Appendix A)."""
 
@@ -216,15 +235,54 @@ class HubApi:
                 scope, body["path"], body.get("start_line") or 0, body.get("end_line") or 0,
                 body.get("offset"),
             )
+        author = Author(credential.principal, credential.agent, credential.session)
         if operation == "upsert":
             return self.store.upsert(
-                scope, body["path"], _text(body["content"]), body["expected_revision"]
+                scope, body["path"], _text(body["content"]), body["expected_revision"], author
             )
         if operation == "list":
             return self.store.list(scope, body.get("path_prefix"), body.get("limit"))
         if operation == "doctor":
             return self.store.doctor(scope)
-        return self.store.forget(scope, body["path"], body["expected_revision"])
+        if operation in ("log", "version", "diff", "restore"):
+            return self._history(scope, operation, body, author)
+        return self.store.forget(scope, body["path"], body["expected_revision"], author)
+
+    def _history(self, scope: Scope, operation: str, body: dict[str, Any],
+                 author: Author) -> Any:
+        """Memory history (docs/store.md "History"): read it, or restore from it."""
+        if operation == "log":
+            return self.store.log(scope, body.get("path"), body.get("since"), body.get("limit"))
+        path = body["path"]
+        if operation == "version":
+            data = self.store.version(scope, path, body["revision"])
+            return {"path": path, "revision": body["revision"], "content": data.decode()}
+        if operation == "restore":
+            data = self.store.version(scope, path, body["revision"])
+            written = self.store.upsert(scope, path, data, body["expected_revision"], author,
+                                        operation="restore")
+            return {**written, "restored_from": body["revision"]}
+        return self._diff(scope, path, body.get("from_revision"), body.get("to_revision"))
+
+    def _diff(self, scope: Scope, path: str, old: object, new: object) -> Any:
+        """A unified diff of two versions; default: the newest change of `path` (its
+        previous version against the one after it, `absent` when created or forgotten)."""
+        if old is None or new is None:
+            changes = self.store.log(scope, path, limit=2)["changes"]
+            if not changes:
+                raise NotFound(f"history has no change of {path}")
+            newest = changes[0]["revision"]
+            before = changes[1]["revision"] if len(changes) > 1 else "absent"
+            if new is None:
+                new = newest
+            if old is None:
+                old = before if new == newest else newest
+        texts = [b"" if revision == "absent" else self.store.version(scope, path, revision)
+                 for revision in (old, new)]
+        lines = difflib.unified_diff(
+            texts[0].decode().splitlines(keepends=True), texts[1].decode().splitlines(
+                keepends=True), f"a/{path}@{str(old)[:12]}", f"b/{path}@{str(new)[:12]}")
+        return {"path": path, "from_revision": old, "to_revision": new, "diff": "".join(lines)}
 
     def _binding(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
         _check_fields("binding", body, frozenset(), frozenset())
@@ -241,7 +299,8 @@ class HubApi:
     def _delegate(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
         """A TTL-limited token of the caller's own principal, bound to its scope now, that
         cannot mint further tokens (SPEC §4): what a launcher gives each agent."""
-        _check_fields("delegate", body, frozenset(), frozenset({"ttl", "binding"}))
+        _check_fields("delegate", body, frozenset(),
+                      frozenset({"ttl", "binding", "agent", "session"}))
         self._require_login(credential, "mint further tokens")
         ttl = body.get("ttl", SELF_DELEGATE_TTL_DEFAULT)
         if (isinstance(ttl, bool) or not isinstance(ttl, int | float)
@@ -255,7 +314,8 @@ class HubApi:
         # work again once it is back on (SPEC §3), so its token is issued all the same.
         scope = self._bound_scope(request, credential)
         check_binding(credential, scope, expected)
-        issued = self.registry.delegate(credential.principal, scope.binding, ttl)
+        agent, session = (_label(body.get(key), key) for key in ("agent", "session"))
+        issued = self.registry.delegate(credential.principal, scope.binding, ttl, agent, session)
         return {**issued.to_wire(), "binding": issued.binding, "expires_at": issued.expires_at}
 
     def _revoke(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
@@ -328,7 +388,8 @@ class HubApi:
             if binding is None:  # default: the scope the principal would use now
                 identity = Identity(registry.resolve(name))
                 binding = resolve_scope(identity, isolation=self.config.isolation_enabled).binding
-            return registry.delegate(name, binding, body.get("ttl")).to_wire()
+            agent, session = (_label(body.get(key), key) for key in ("agent", "session"))
+            return registry.delegate(name, binding, body.get("ttl"), agent, session).to_wire()
         raise InvalidArgument(f"unknown principals action {action!r}")
 
 
@@ -392,6 +453,19 @@ def _check_fields(
     unknown = sorted(body.keys() - required - optional)
     if unknown:
         raise InvalidArgument(f"{operation} does not take {', '.join(unknown)}")
+
+
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def _label(value: object, what: str) -> str | None:
+    """An agent name or session id a launcher gives with a delegation (or None)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _LABEL.fullmatch(value):
+        raise InvalidArgument(f"{what} must be 1-64 of A-Z a-z 0-9 . _ - starting with a "
+                              f"letter or digit, got {value!r}")
+    return value
 
 
 def _text(content: object) -> str:

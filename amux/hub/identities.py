@@ -77,6 +77,10 @@ class Credential:
     token_id: str
     kind: str
     binding: str | None
+    agent: str | None = None
+    """For a launched agent's delegated token: the agent's name and amux session id, which
+    its launcher gave when it delegated (memory history records them with each change)."""
+    session: str | None = None
 
 
 def _digest(token: str) -> str:
@@ -238,7 +242,8 @@ class Registry:
             expires = entry["expires_at"]
             if expires is not None and expires <= self.clock():
                 raise Unauthenticated(f"token {token_id} expired")
-            return Credential(entry["principal"], token_id, entry["kind"], entry["binding"])
+            return Credential(entry["principal"], token_id, entry["kind"], entry["binding"],
+                              entry.get("agent"), entry.get("session"))
 
     # -- changes -----------------------------------------------------------------
 
@@ -277,8 +282,10 @@ class Registry:
         with self._lock, self._change() as draft:
             return self._issue(draft, draft.resolve(name), LOGIN, None, None)
 
-    def delegate(self, name: str, binding: str, ttl: float | None) -> IssuedToken:
-        """A delegated token for `name`'s principal, bound to `binding`, expiring after `ttl` s."""
+    def delegate(self, name: str, binding: str, ttl: float | None, agent: str | None = None,
+                 session: str | None = None) -> IssuedToken:
+        """A delegated token for `name`'s principal, bound to `binding`, expiring after `ttl` s,
+        for the agent `agent` of amux session `session` when a launcher names them."""
         check_binding_value(binding)
         if ttl is not None and (
             isinstance(ttl, bool) or not isinstance(ttl, int | float) or not ttl > 0
@@ -286,7 +293,11 @@ class Registry:
             raise InvalidArgument(f"ttl must be a positive number of seconds, got {ttl!r}")
         with self._lock, self._change() as draft:
             expires = None if ttl is None else self.clock() + ttl
-            return self._issue(draft, draft.resolve(name), DELEGATED, binding, expires)
+            issued = self._issue(draft, draft.resolve(name), DELEGATED, binding, expires)
+            draft.tokens[issued.token_id].update(
+                {key: value for key, value in (("agent", agent), ("session", session))
+                 if value is not None})
+            return issued
 
     def revoke_delegated(self, principal: str, token_id: object) -> str:
         """Revoke one delegated token of `principal` (by its id); anything else, another

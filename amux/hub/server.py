@@ -44,6 +44,7 @@ from amux.hub.paths import owner_socket_path, pid_path
 from amux.memory.durable import write_file_atomic
 from amux.memory.errors import AmuxError, InvalidArgument
 from amux.memory.faults import storage_error
+from amux.memory.history import History
 from amux.memory.store import Store
 
 log = logging.getLogger("amux.hub")
@@ -58,7 +59,8 @@ class Hub:
     def __init__(self, home: Path, owner: str | None = None) -> None:
         self.home = home
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.store = Store(home / "memory", exclusive=True)
+        self.history = History(home / "history")
+        self.store = Store(home / "memory", exclusive=True, history=self.history)
         _report_tidy(self.store)
         self.registry = Registry(home)
         self.config = ConfigFile(home)
@@ -164,6 +166,8 @@ class Hub:
             self._loop = EventLoop(self.api.handle, listeners, preflight=self.api.preflight)
             previous = {sig: signal.signal(sig, self._on_signal)
                         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
+            threading.Thread(target=self._catch_up_history, name="amux-history-catch-up",
+                             daemon=True).start()
             try:
                 print(json.dumps(self.status()), flush=True)  # the readiness line
                 _silence_stdout()  # a starter may close its end of stdout once it read the line
@@ -176,7 +180,20 @@ class Hub:
                 listener.sock.close()
             for path in (*bound, self.pid_path):
                 path.unlink(missing_ok=True)
+            self.history.close()
             self.store.close()
+
+    def _catch_up_history(self) -> None:
+        """What changed in the memory root while the Hub was stopped (or before it was
+        killed) goes into history as hand edits, while the Hub already serves."""
+        try:
+            recorded = self.store.catch_up_history()
+        except Exception:  # history must never stop the Hub; say it in the log
+            log.exception("memory history could not catch up with the memory root")
+            return
+        if recorded:
+            log.info("memory history: %d change(s) made outside the Hub recorded as hand "
+                     "edits", recorded)
 
     def _write_pid(self) -> None:
         """`run/hub.pid` (pid and start time), best effort: `amux hub stop` asks the Hub

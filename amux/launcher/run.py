@@ -524,12 +524,14 @@ def _wire(home: Path, launch: Launch, client: Path) -> wiring.Issued | None:
     if run_dir is None or session.binding is None:
         return None
     problem = None
+    launched = {"agent": session.adapter, "session": session.id}  # for memory history
     try:
         if launch.target is None:
             issued = wiring.delegate(home, wiring.Binding(session.principal or "",
-                                                          session.binding))
+                                                          session.binding), launched)
         else:
-            issued, problem = wiring.grant_for(home, launch.target.name, session.binding)
+            issued, problem = wiring.grant_for(home, launch.target.name, session.binding,
+                                               launched)
     except wiring.NoMemory as reason:
         _warn(f"{reason}; memory calls of this session will fail")
         return None

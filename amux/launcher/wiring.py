@@ -152,7 +152,7 @@ def installed_client() -> Path:
                       f"{sys.executable} nor on PATH; reinstall amux")
 
 
-def delegate(home: Path, binding: Binding) -> Issued:
+def delegate(home: Path, binding: Binding, launched: Mapping[str, str]) -> Issued:
     """A token the launcher's own principal delegates to itself for `binding`.
 
     The frozen binding is the one expected: a resumed session whose scope changed gets
@@ -163,7 +163,7 @@ def delegate(home: Path, binding: Binding) -> Issued:
     try:
         connection = _connection(home, start_hub=True)
         with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
-            issued = hub.call("/v1/delegate", {"binding": binding.binding,
+            issued = hub.call("/v1/delegate", {**launched, "binding": binding.binding,
                                                "ttl": TOKEN_TTL_SECONDS})
     except ClientError as error:
         raise NoMemory(_not_delegated(error)) from None
@@ -183,7 +183,8 @@ def _not_delegated(error: ClientError) -> str:
     return f"no delegated token for this session ({error.code}: {error.message})"
 
 
-def grant_for(home: Path, name: str, binding: str) -> tuple[Issued, str | None]:
+def grant_for(home: Path, name: str, binding: str,
+              launched: Mapping[str, str]) -> tuple[Issued, str | None]:
     """A token the Hub's owner delegates to principal `name` (an isolated run's user),
     bound to `binding`, for the Hub's shared socket (other Unix users cannot reach the
     owner socket). Returns it with the reason its calls would fail (the session keeps
@@ -194,7 +195,7 @@ def grant_for(home: Path, name: str, binding: str) -> tuple[Issued, str | None]:
         with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
             shared = _shared_socket(hub.call("/v1/status", {}))
             issued = hub.call("/v1/admin/principals", {
-                "action": "delegate", "name": name, "ttl": TOKEN_TTL_SECONDS,
+                **launched, "action": "delegate", "name": name, "ttl": TOKEN_TTL_SECONDS,
                 "binding": binding})
     except ClientError as error:
         raise NoMemory(_reason(error)) from None

@@ -13,6 +13,7 @@ by two processes at once: that is what the exclusive root lock is for.
 
 from __future__ import annotations
 
+import builtins
 import os
 import threading
 import time
@@ -23,12 +24,26 @@ from typing import Any
 
 from amux.memory import doctor, documents, durable, fs, quota, read, rootlock, secretguard
 from amux.memory.cache import SearchCache
-from amux.memory.errors import InvalidArgument, InvalidPath, NotUtf8, RevisionConflict
+from amux.memory.errors import (
+    InvalidArgument,
+    InvalidPath,
+    NotFound,
+    NotUtf8,
+    RevisionConflict,
+)
+from amux.memory.history import (
+    LOG_DEFAULT_LIMIT,
+    LOG_MAX_LIMIT,
+    NOBODY,
+    Author,
+    Change,
+    History,
+)
 from amux.memory.limits import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, SCAN_MAX_DIR_ENTRIES
 from amux.memory.paths import LogicalPath, validate_path, validate_prefix
 from amux.memory.quota import ScopeUsage
 from amux.memory.revision import ABSENT, RecentRevisions, check_expected, revision_of
-from amux.memory.scope import Scope
+from amux.memory.scope import GLOBAL, Scope
 from amux.memory.search import Clock, check_limit, parse_query, search
 
 USAGE_TTL_SECONDS = 2.0
@@ -51,8 +66,10 @@ class Store:
         clock: Clock = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         cache: SearchCache | None = None,
+        history: History | None = None,
     ) -> None:
         self.root = Path(root)
+        self.history = history
         self.clock = clock
         self.wall_clock = wall_clock
         self.cache = cache if cache is not None else SearchCache()
@@ -173,12 +190,74 @@ class Store:
         with self._scope_dir(scope, create=False) as scope_fd:
             return _count(scope_fd)
 
+    # -- history (docs/store.md "History") ---------------------------------------------
+
+    def log(self, scope: Scope, path: object = None, since: object = None,
+            limit: object = None) -> dict[str, Any]:
+        """The scope's changes, newest first (`amux memory log`)."""
+        history = self._history()
+        if path is not None and not isinstance(path, str):
+            raise InvalidArgument("path must be a string")
+        logical = None if path is None else validate_path(path)
+        if since is not None and (isinstance(since, bool) or not isinstance(since, int | float)):
+            raise InvalidArgument("since must be a time in seconds since the epoch")
+        count = check_limit(limit, LOG_DEFAULT_LIMIT, LOG_MAX_LIMIT)
+        changes = history.log(scope, None if logical is None else logical.text,
+                              None if since is None else float(since), count)
+        return {"changes": changes}
+
+    def version(self, scope: Scope, path: str, revision: object) -> bytes:
+        """The bytes `path` had at `revision`, from history; `not_found` when it has none."""
+        logical = validate_path(path)
+        wanted = check_expected(revision)
+        if wanted == ABSENT:
+            raise InvalidArgument("a revision is a SHA-256 of a version, not absent")
+        data = self._history().show(scope, logical.text, wanted)
+        if data is None:
+            raise NotFound(f"{logical.text} has no revision {wanted} in history; "
+                           "`amux memory log PATH` lists its versions")
+        return data
+
+    def catch_up_history(self) -> int:
+        """Record as hand edits what changed in every scope while history did not watch
+        (at the Hub's start); the number of changes recorded."""
+        history = self._history()
+        recorded = 0
+        for scope in self._scopes():
+            with self._write_lock(scope), self._scope_dir(scope, create=False) as scope_fd:
+                documents = {}
+                if scope_fd is not None:
+                    for found in fs.TreeWalk(scope_fd):
+                        read_back = found.read()
+                        if read_back is not None:
+                            documents[found.path] = read_back[0]
+                recorded += history.catch_up(scope, documents)
+        return recorded
+
+    def _history(self) -> History:
+        if self.history is None:
+            raise InvalidArgument("this Hub keeps no memory history")
+        return self.history
+
+    def _scopes(self) -> builtins.list[Scope]:
+        """Every scope with a directory under the root."""
+        scopes = [GLOBAL]
+        try:
+            users = sorted(os.listdir(self.root / "users"))
+        except (FileNotFoundError, NotADirectoryError):
+            users = []
+        scopes += [Scope(f"principal:{name}", ("users", name)) for name in users
+                   if len(name) == 64 and all(c in "0123456789abcdef" for c in name)]
+        return scopes
+
     # -- writes --------------------------------------------------------------------
 
     def upsert(
-        self, scope: Scope, path: str, content: str | bytes, expected_revision: object
+        self, scope: Scope, path: str, content: str | bytes, expected_revision: object,
+        author: Author = NOBODY, operation: str | None = None,
     ) -> dict[str, Any]:
-        """Create (`expected_revision="absent"`) or replace a whole document, durably."""
+        """Create (`expected_revision="absent"`) or replace a whole document, durably;
+        with history, recorded as `operation` (default: create or update) by `author`."""
         logical = validate_path(path)
         expected = check_expected(expected_revision)
         data = _utf8(content, logical)
@@ -203,14 +282,21 @@ class Store:
                     parent = fs.open_dirs(scope_fd, logical.parents, logical.text, create=True)
                     assert parent is not None
                     stack.callback(os.close, parent)
+                if self.history is not None:
+                    self.history.keep(scope, logical.text, old)
                 durable.write_atomic_at(parent, logical.name, data)
+            if self.history is not None:
+                self.history.record(scope, Change(
+                    operation or ("create" if old is None else "update"), logical.text, data,
+                    author, self.wall_clock()))
             revision = revision_of(data)
             self._recent.remember(key, data, revision, clean=not findings)
             usage.bytes += len(data) - (0 if old is None else len(old))
             usage.documents += old is None
         return {"path": logical.text, "revision": revision, "created": old is None}
 
-    def forget(self, scope: Scope, path: str, expected_revision: object) -> dict[str, Any]:
+    def forget(self, scope: Scope, path: str, expected_revision: object,
+               author: Author = NOBODY) -> dict[str, Any]:
         """Delete one document if it is at `expected_revision`; a missing one is no error."""
         logical = validate_path(path)
         expected = check_expected(expected_revision)
@@ -224,8 +310,13 @@ class Store:
                 if parent is None or current is None:
                     return absent
                 self._check_revision(scope, logical, expected, current[0])
+                if self.history is not None:
+                    self.history.keep(scope, logical.text, current[0])
                 durable.unlink_at(parent, logical.name)
                 self._recent.remember((scope.binding, logical.text), None)
+                if self.history is not None:
+                    self.history.record(scope, Change("forget", logical.text, None, author,
+                                                      self.wall_clock()))
             cached = self._usage.get(scope.binding)
             if cached is not None:
                 cached[0].documents -= 1

@@ -25,7 +25,7 @@ def test_a_wired_run_names_the_uid_of_the_hub(memory_hub: HubProcess,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AMUX_HOME", str(memory_hub.home))
     home = memory_hub.home
-    issued = wiring.delegate(home, wiring.resolve(home))
+    issued = wiring.delegate(home, wiring.resolve(home), {})
     run = rundirs.plain(home, "s-hub-uid")
     rundirs.make(run, issued.token, Path("/bin/true"), home / "cache")
     try:

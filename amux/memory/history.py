@@ -1,0 +1,307 @@
+"""Memory history: every change of a scope's documents, who made it, and a way back.
+
+One bare git repository per scope, kept outside the memory root (the Markdown tree stays
+plain files; `git --git-dir=<AMUX_HOME>/history/global.git log -p` reads it):
+
+    <AMUX_HOME>/history/global.git                 the global scope       (0700)
+    <AMUX_HOME>/history/users/<sha256>.git         a principal's scope
+
+Each change is one commit whose tree is the scope's documents as they stood after it
+(`git show`, `git diff` and `git log -p PATH` work as on any repository), with the facts
+people ask about in its message's trailers: the operation (create, update, forget,
+restore, hand edit), the path, the revision (SHA-256, as everywhere in amux), the size,
+and who (the principal; for a launched agent its name and amux session, recorded with
+its delegated token). The author is the principal, or "hand edit" for a change made
+outside the Hub.
+
+Writes stay as fast as without history: the store acknowledges a write once the
+document is durable, and one writer thread commits it behind (`record`). What keeps
+that safe is one rule (`keep`): before a document is replaced or removed, its current
+bytes are committed (durably: libgit2's fsync is on). A write that follows another to
+the same document within the writer's few milliseconds waits for that commit; bytes
+history has never seen (a hand edit) are committed there and then. So after a crash at
+any point, every version a client was told was saved is the document's content or in
+the history; `catch_up`, run for every scope when the store opens, records what changed
+on disk meanwhile (a hand edit while the Hub was stopped, or the Hub's own last writes
+whose commits the crash cut off) as a hand edit.
+
+Reads (`log`, `show`) never touch the memory root, and search and get never read
+history.
+"""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pygit2
+
+from amux.memory.revision import revision_of
+from amux.memory.scope import Scope
+from amux.typing_light import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+OPERATIONS = ("create", "update", "forget", "restore", "hand edit")
+HAND_EDIT = "hand edit"
+LOG_DEFAULT_LIMIT = 50
+LOG_MAX_LIMIT = 10_000
+TRAILER = "Amux-"
+_FILE = pygit2.enums.FileMode.BLOB
+
+pygit2.option(pygit2.enums.Option.ENABLE_FSYNC_GITDIR, True)  # a commit is durable when made
+
+
+class Author(NamedTuple):
+    """Who made a change: the principal, and for a launched agent its name and session."""
+
+    principal: str | None
+    agent: str | None = None
+    session: str | None = None
+
+
+NOBODY = Author(None)
+"""The author of a hand edit: found on disk, made by no principal through the Hub."""
+
+
+class Change(NamedTuple):
+    """One change of one document, as the store made it."""
+
+    operation: str
+    path: str
+    data: bytes | None
+    """The document's bytes after the change; None: it is gone (forget)."""
+    author: Author
+    at: float
+    """Wall-clock seconds."""
+
+
+class _Repo:
+    """One scope's repository; every use holds `lock` (libgit2 objects are not shared
+    between threads)."""
+
+    def __init__(self, path: Path) -> None:
+        self.lock = threading.Lock()
+        if path.exists():
+            self.git = pygit2.Repository(str(path))
+        else:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.git = pygit2.init_repository(str(path), bare=True, initial_head="main")
+            path.chmod(0o700)
+
+    def head(self) -> pygit2.Commit | None:
+        if self.git.head_is_unborn:
+            return None
+        commit = self.git[self.git.head.target]
+        assert isinstance(commit, pygit2.Commit)
+        return commit
+
+    def blob_id(self, path: str) -> pygit2.Oid | None:
+        """The blob `path` has in the newest commit; None when absent."""
+        head = self.head()
+        if head is None:
+            return None
+        try:
+            return head.tree[path].id
+        except KeyError:
+            return None
+
+    def paths(self) -> dict[str, pygit2.Oid]:
+        """Every document of the newest commit and its blob."""
+        head = self.head()
+        if head is None:
+            return {}
+        index = pygit2.Index()
+        index.read_tree(head.tree)
+        return {entry.path: entry.id for entry in index}
+
+    def commit(self, change: Change) -> None:
+        head = self.head()
+        index = pygit2.Index()
+        if head is not None:
+            index.read_tree(head.tree)
+        if change.data is None:
+            try:
+                index.remove(change.path)
+            except (OSError, KeyError):
+                return  # history already has it gone
+        else:
+            index.add(pygit2.IndexEntry(change.path, self.git.create_blob(change.data), _FILE))
+        tree = index.write_tree(self.git)
+        name = change.author.principal or HAND_EDIT
+        signature = pygit2.Signature(name, f"{name.replace(' ', '-')}@amux",
+                                     int(change.at), 0)
+        self.git.create_commit("HEAD", signature, signature, _message(change), tree,
+                               [] if head is None else [head.id])
+
+
+def _message(change: Change) -> str:
+    facts = {"Operation": change.operation, "Path": change.path,
+             "Revision": "absent" if change.data is None else revision_of(change.data),
+             "Size": "0" if change.data is None else str(len(change.data)),
+             "Time": f"{change.at:.3f}", "Principal": change.author.principal,
+             "Agent": change.author.agent, "Session": change.author.session}
+    trailers = "".join(f"{TRAILER}{key}: {value}\n" for key, value in facts.items()
+                       if value is not None)
+    return f"{change.operation} {change.path}\n\n{trailers}"
+
+
+def _facts(message: str) -> dict[str, str]:
+    facts = {}
+    for line in message.splitlines():
+        key, colon, value = line.partition(": ")
+        if colon and key.startswith(TRAILER):
+            facts[key.removeprefix(TRAILER).lower()] = value
+    return facts
+
+
+class History:
+    """The histories of every scope under `root`, with the one writer thread."""
+
+    def __init__(self, root: Path, clock: Callable[[], float] = time.time) -> None:
+        self.root = root
+        self.clock = clock
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._repos: dict[tuple[str, ...], _Repo] = {}
+        self._guard = threading.Lock()
+        self._queue: collections.deque[tuple[Scope, Change]] = collections.deque()
+        self._pending: collections.Counter[tuple[tuple[str, ...], str]] = collections.Counter()
+        self._changed = threading.Condition()
+        self._closed = False
+        self._writer = threading.Thread(target=self._write_behind, name="amux-history",
+                                        daemon=True)
+        self._writer.start()
+
+    def repository(self, scope: Scope) -> _Repo:
+        with self._guard:
+            repo = self._repos.get(scope.directory)
+            if repo is None:
+                *parents, last = scope.directory
+                path = self.root.joinpath(*parents, f"{last}.git")
+                repo = self._repos[scope.directory] = _Repo(path)
+            return repo
+
+    # -- writing ----------------------------------------------------------------------
+
+    def record(self, scope: Scope, change: Change) -> None:
+        """Commit `change` behind the write that made it (the writer thread)."""
+        with self._changed:
+            self._queue.append((scope, change))
+            self._pending[scope.directory, change.path] += 1
+            self._changed.notify_all()
+
+    def keep(self, scope: Scope, path: str, current: bytes | None) -> None:
+        """Before `path` is replaced or removed: its `current` bytes are committed."""
+        if current is None:
+            return
+        self._wait_for(lambda: not self._pending[scope.directory, path])
+        repo = self.repository(scope)
+        with repo.lock:
+            if repo.blob_id(path) != pygit2.hash(current):
+                repo.commit(Change(HAND_EDIT, path, current, NOBODY, self.clock()))
+
+    def catch_up(self, scope: Scope, documents: Mapping[str, bytes]) -> int:
+        """Record as hand edits how the scope's `documents` (path → bytes, all of them)
+        differ from its history; the number recorded. The caller holds the scope's write
+        lock, so nothing changes the documents meanwhile."""
+        self._wait_for(lambda: not any(key[0] == scope.directory for key in self._pending))
+        repo = self.repository(scope)
+        now = self.clock()
+        recorded = 0
+        with repo.lock:
+            known = repo.paths()
+            for path, data in sorted(documents.items()):
+                if known.get(path) != pygit2.hash(data):
+                    repo.commit(Change(HAND_EDIT, path, data, NOBODY, now))
+                    recorded += 1
+            for path in sorted(known.keys() - documents.keys()):
+                repo.commit(Change(HAND_EDIT, path, None, NOBODY, now))
+                recorded += 1
+        return recorded
+
+    def flush(self) -> None:
+        """Until everything recorded so far is committed."""
+        self._wait_for(lambda: not self._queue and not +self._pending)
+
+    def close(self) -> None:
+        """Commit what is queued, then stop the writer."""
+        self.flush()
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
+        self._writer.join()
+
+    def _wait_for(self, done: Callable[[], bool]) -> None:
+        with self._changed:
+            while not done():
+                self._changed.wait()
+
+    def _write_behind(self) -> None:
+        while True:
+            with self._changed:
+                while not self._queue and not self._closed:
+                    self._changed.wait()
+                if not self._queue:
+                    return
+                scope, change = self._queue[0]
+            repo = self.repository(scope)
+            try:
+                with repo.lock:
+                    repo.commit(change)
+            except (OSError, pygit2.GitError):  # full disk: the next `keep` commits it
+                pass
+            with self._changed:
+                self._queue.popleft()
+                self._pending[scope.directory, change.path] -= 1
+                self._changed.notify_all()
+
+    # -- reading ----------------------------------------------------------------------
+
+    def log(self, scope: Scope, path: str | None = None, since: float | None = None,
+            limit: int = LOG_DEFAULT_LIMIT) -> list[dict[str, Any]]:
+        """The scope's changes, newest first: of `path` only, from `since` on."""
+        entries = []
+        for commit, facts in self._commits(scope):
+            at = float(facts.get("time", commit.commit_time))
+            if since is not None and at < since:
+                break
+            if path is not None and facts.get("path") != path:
+                continue
+            entries.append(_entry(commit, facts, at))
+            if len(entries) == limit:
+                break
+        return entries
+
+    def show(self, scope: Scope, path: str, revision: str) -> bytes | None:
+        """The bytes `path` had at `revision`; None when history has no such version."""
+        for commit, facts in self._commits(scope):
+            if facts.get("path") == path and facts.get("revision") == revision:
+                blob = commit.tree[path]
+                assert isinstance(blob, pygit2.Blob)
+                return blob.data
+        return None
+
+    def _commits(self, scope: Scope) -> Iterator[tuple[pygit2.Commit, dict[str, str]]]:
+        repo = self.repository(scope)
+        with repo.lock:
+            head = repo.head()
+            if head is None:
+                return
+            walk = repo.git.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL)
+            for commit in walk:
+                yield commit, _facts(commit.message)
+
+
+def _entry(commit: pygit2.Commit, facts: dict[str, str], at: float) -> dict[str, Any]:
+    from amux.memory.read import rfc3339
+
+    return {"at": rfc3339(at), "path": facts.get("path"), "operation": facts.get("operation"),
+            "revision": facts.get("revision"), "bytes": int(facts.get("size", "0")),
+            "principal": facts.get("principal"), "agent": facts.get("agent"),
+            "session": facts.get("session"), "commit": str(commit.id)}
+

@@ -1,0 +1,183 @@
+"""Memory history (issue 24): every change kept with who made it, hand edits caught, a way
+back; through the store with a real history (git repositories under a temp AMUX_HOME)."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from amux.memory import GLOBAL, Scope, Store
+from amux.memory.errors import NotFound, RevisionConflict, SecretDetected
+from amux.memory.history import Author, History
+from amux.memory.revision import ABSENT, revision_of
+
+ALICE = Author("alice", "claude", "20261202-101500-abcdef")
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "amux"
+
+
+@pytest.fixture
+def kept(home: Path) -> Iterator[Store]:
+    """A store with history, as the Hub opens it."""
+    history = History(home / "history")
+    with Store(home / "memory", exclusive=True, history=history) as store:
+        yield store
+        history.close()
+
+
+def changes(store: Store, scope: Scope = GLOBAL, **query: object) -> list[dict[str, object]]:
+    assert store.history is not None
+    store.history.flush()
+    return list(store.log(scope, **query)["changes"])
+
+
+def test_every_change_is_kept_newest_first_with_who_made_it(kept: Store) -> None:
+    first = kept.upsert(GLOBAL, "notes/a.md", "v1\n", ABSENT, ALICE)["revision"]
+    second = kept.upsert(GLOBAL, "notes/a.md", "v2\n", first, ALICE)["revision"]
+    kept.forget(GLOBAL, "notes/a.md", second, Author("bob"))
+    log = changes(kept)
+    assert [(c["operation"], c["revision"], c["bytes"]) for c in log] == [
+        ("forget", "absent", 0), ("update", second, 3), ("create", first, 3)]
+    assert log[1]["principal"] == "alice" and log[1]["agent"] == "claude"
+    assert log[1]["session"] == ALICE.session and log[0]["principal"] == "bob"
+    assert log[0]["agent"] is None and str(log[0]["at"]).endswith("Z")
+    assert kept.version(GLOBAL, "notes/a.md", first) == b"v1\n"
+    assert kept.version(GLOBAL, "notes/a.md", second) == b"v2\n"
+
+
+def test_a_forgotten_document_comes_back_from_its_revision(kept: Store) -> None:
+    revision = kept.upsert(GLOBAL, "a.md", "keep me\n", ABSENT, ALICE)["revision"]
+    kept.forget(GLOBAL, "a.md", revision, ALICE)
+    data = kept.version(GLOBAL, "a.md", revision)
+    kept.upsert(GLOBAL, "a.md", data, ABSENT, Author("alice"), operation="restore")
+    assert kept.get(GLOBAL, "a.md")["content"] == "keep me\n"
+    assert [c["operation"] for c in changes(kept, path="a.md")] == ["restore", "forget", "create"]
+
+
+def test_refused_writes_leave_no_history(kept: Store) -> None:
+    revision = kept.upsert(GLOBAL, "a.md", "one\n", ABSENT, ALICE)["revision"]
+    with pytest.raises(RevisionConflict):
+        kept.upsert(GLOBAL, "a.md", "two\n", ABSENT, ALICE)
+    with pytest.raises(SecretDetected):
+        kept.upsert(GLOBAL, "a.md", "token ghp_" + "Abc123xyZ" * 4 + "\n", revision, ALICE)
+    with pytest.raises(RevisionConflict):
+        kept.forget(GLOBAL, "a.md", "0" * 64, ALICE)
+    assert [c["operation"] for c in changes(kept)] == ["create"]
+
+
+def test_a_hand_edit_is_kept_before_the_hub_replaces_it(kept: Store, home: Path) -> None:
+    revision = kept.upsert(GLOBAL, "a.md", "agent\n", ABSENT, ALICE)["revision"]
+    changes(kept)  # its commit is made
+    (home / "memory" / "global" / "a.md").write_text("by hand\n")
+    by_hand = revision_of(b"by hand\n")
+    kept.upsert(GLOBAL, "a.md", "agent again\n", by_hand, ALICE)
+    log = changes(kept)
+    assert [(c["operation"], c["principal"]) for c in log] == [
+        ("update", "alice"), ("hand edit", None), ("create", "alice")]
+    assert kept.version(GLOBAL, "a.md", by_hand) == b"by hand\n"
+    assert log[2]["revision"] == revision
+
+
+def test_changes_made_while_the_hub_was_stopped_are_caught_up(home: Path) -> None:
+    history = History(home / "history")
+    with Store(home / "memory", exclusive=True, history=history) as store:
+        store.upsert(GLOBAL, "kept.md", "1\n", ABSENT, ALICE)
+        store.upsert(GLOBAL, "gone.md", "2\n", ABSENT, ALICE)
+        history.close()
+    root = home / "memory" / "global"
+    (root / "kept.md").write_text("edited while stopped\n")
+    (root / "gone.md").unlink()
+    (root / "new.md").write_text("added by hand\n")
+    history = History(home / "history")
+    with Store(home / "memory", exclusive=True, history=history) as store:
+        assert store.catch_up_history() == 3
+        assert store.catch_up_history() == 0  # nothing new the second time
+        log = changes(store)
+        history.close()
+    assert {(c["path"], c["operation"], c["revision"]) for c in log[:3]} == {
+        ("kept.md", "hand edit", revision_of(b"edited while stopped\n")),
+        ("gone.md", "hand edit", "absent"),
+        ("new.md", "hand edit", revision_of(b"added by hand\n"))}
+    assert all(c["principal"] is None for c in log[:3])
+
+
+def test_log_filters_by_path_time_and_limit(kept: Store) -> None:
+    revision = ABSENT
+    for n in range(5):
+        revision = kept.upsert(GLOBAL, "a.md", f"{n}\n", revision, ALICE)["revision"]
+        kept.upsert(GLOBAL, f"other-{n}.md", "x\n", ABSENT, ALICE)
+    assert len(changes(kept)) == 10
+    assert [c["revision"] for c in changes(kept, path="a.md", limit=2)] == [
+        revision_of(b"4\n"), revision_of(b"3\n")]
+    assert changes(kept, since=4_000_000_000) == []
+    with pytest.raises(NotFound):
+        kept.version(GLOBAL, "a.md", revision_of(b"never\n"))
+
+
+def test_scopes_have_separate_histories(kept: Store, home: Path) -> None:
+    alice = Scope("principal:" + "a" * 64, ("users", "a" * 64))
+    revision = kept.upsert(alice, "secret-plan.md", "mine\n", ABSENT, ALICE)["revision"]
+    kept.upsert(GLOBAL, "shared.md", "ours\n", ABSENT, ALICE)
+    assert [c["path"] for c in changes(kept, alice)] == ["secret-plan.md"]
+    assert [c["path"] for c in changes(kept, GLOBAL)] == ["shared.md"]
+    with pytest.raises(NotFound):
+        kept.version(GLOBAL, "secret-plan.md", revision)
+    assert (home / "history" / "users" / f"{'a' * 64}.git").is_dir()
+    assert (home / "history" / "global.git").stat().st_mode & 0o077 == 0
+
+
+def test_git_reads_the_history_as_any_repository(kept: Store, home: Path) -> None:
+    first = kept.upsert(GLOBAL, "notes/a.md", "line one\n", ABSENT, ALICE)["revision"]
+    kept.upsert(GLOBAL, "notes/a.md", "line one\nline two\n", first, ALICE)
+    changes(kept)
+    shown = subprocess.run(["git", f"--git-dir={home / 'history' / 'global.git'}", "log", "-p",
+                            "--", "notes/a.md"], capture_output=True, text=True, check=True)
+    assert "+line two" in shown.stdout and "Amux-Agent: claude" in shown.stdout
+    assert "Author: alice <alice@amux>" in shown.stdout
+
+
+OPERATIONS = st.lists(st.tuples(st.sampled_from(["a.md", "b/c.md"]),
+                                st.one_of(st.none(), st.text(max_size=40))),
+                      min_size=1, max_size=12)
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(OPERATIONS)
+def test_log_and_versions_round_trip_any_sequence_of_changes(tmp_path: Path,
+                                                            steps: list[tuple[str, str | None]],
+                                                            ) -> None:
+    """Whatever the sequence of writes and forgets, the log lists them newest first, and
+    every revision it names shows back the bytes that were written."""
+    home = tmp_path / str(len(list(tmp_path.iterdir())))
+    history = History(home / "history")
+    with Store(home / "memory", exclusive=True, history=history) as store:
+        current: dict[str, str] = {}
+        expected = []
+        for path, text in steps:
+            if text is None:
+                if path in current:
+                    store.forget(GLOBAL, path, revision_of(current.pop(path).encode()), ALICE)
+                    expected.append((path, "forget", "absent"))
+                continue
+            before = current.get(path)
+            store.upsert(GLOBAL, path, text, ABSENT if before is None
+                         else revision_of(before.encode()), ALICE)
+            current[path] = text
+            expected.append((path, "create" if before is None else "update",
+                             revision_of(text.encode())))
+        log = changes(store, limit=100)
+        assert [(c["path"], c["operation"], c["revision"]) for c in log] == expected[::-1]
+        for path, operation, revision in expected:
+            if operation != "forget":
+                data = store.version(GLOBAL, path, revision)
+                assert revision_of(data) == revision
+        history.close()
