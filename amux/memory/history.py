@@ -32,6 +32,7 @@ history.
 from __future__ import annotations
 
 import collections
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -39,6 +40,7 @@ from pathlib import Path
 
 import pygit2
 
+from amux.memory import rootlock
 from amux.memory.revision import revision_of
 from amux.memory.scope import Scope
 from amux.typing_light import NamedTuple
@@ -81,6 +83,11 @@ class Change(NamedTuple):
     """Wall-clock seconds."""
 
 
+_GIT_LOCKS = ("HEAD.lock", "refs/heads/main.lock", "packed-refs.lock", "config.lock")
+"""The lock files libgit2 takes while it moves a ref; a killed writer leaves them behind,
+and every later commit would fail on them."""
+
+
 class _Repo:
     """One scope's repository; every use holds `lock` (libgit2 objects are not shared
     between threads)."""
@@ -88,6 +95,8 @@ class _Repo:
     def __init__(self, path: Path) -> None:
         self.lock = threading.Lock()
         if path.exists():
+            for name in _GIT_LOCKS:  # stale: `History` holds the history's one writer lock
+                (path / name).unlink(missing_ok=True)
             self.git = pygit2.Repository(str(path))
         else:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -161,12 +170,18 @@ def _facts(message: str) -> dict[str, str]:
 
 
 class History:
-    """The histories of every scope under `root`, with the one writer thread."""
+    """The histories of every scope under `root`, with the one writer thread; one process
+    at a time (an exclusive lock on `root`, as the store's on the memory root)."""
 
     def __init__(self, root: Path, clock: Callable[[], float] = time.time) -> None:
         self.root = root
         self.clock = clock
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self._root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            self._lock_fd = rootlock.lock_exclusive(self._root_fd, str(root))
+        finally:
+            os.close(self._root_fd)
         self._repos: dict[tuple[str, ...], _Repo] = {}
         self._guard = threading.Lock()
         self._queue: collections.deque[tuple[Scope, Change]] = collections.deque()
@@ -235,6 +250,9 @@ class History:
             self._closed = True
             self._changed.notify_all()
         self._writer.join()
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)
+            self._lock_fd = -1
 
     def _wait_for(self, done: Callable[[], bool]) -> None:
         with self._changed:

@@ -10,6 +10,8 @@ Modes:
         Open `Store(ROOT, exclusive=True)`, print `ready <pid>` and block forever.
 
     write ROOT STATE_JSON SEED [CRASH_POINT COUNT]
+    history ROOT HISTORY STATE_JSON SEED
+        `write` (no crash point) with memory history kept in HISTORY, as the Hub keeps it.
         Open `Store(ROOT, exclusive=True)`, print `ready <removed_temps>`, then loop:
         pick a document (seeded), move it from sequence n (STATE_JSON gives the
         starting n of every document) to n + 1 with a *conditional* upsert or forget
@@ -120,12 +122,17 @@ def _install_crash_point(point: str, count: int) -> None:
     os.unlink = unlink  # type: ignore[assignment]
 
 
-def _write(root: str, state_json: str, seed: int, crash: tuple[str, int] | None) -> None:
+def _write(root: str, state_json: str, seed: int, crash: tuple[str, int] | None,
+           history_dir: str | None = None) -> None:
+    from pathlib import Path
+
     from amux.memory import GLOBAL, Store
+    from amux.memory.history import History
 
     state: dict[str, int] = json.loads(state_json)
     rng = random.Random(seed)
-    store = Store(root, exclusive=True)
+    history = None if history_dir is None else History(Path(history_dir))
+    store = Store(root, exclusive=True, history=history)
     if crash is not None:
         _install_crash_point(*crash)
     _say(f"ready {store.removed_temps}")
@@ -166,6 +173,8 @@ def main(argv: list[str]) -> None:
     elif mode == "write":
         crash = (argv[4], int(argv[5])) if len(argv) > 4 else None
         _write(root, argv[2], int(argv[3]), crash)
+    elif mode == "history":
+        _write(root, argv[3], int(argv[4]), None, history_dir=argv[2])
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from amux.memory import GLOBAL, Store
+from amux.memory.history import History
 from amux.memory.revision import ABSENT
 from tests.memory.childproc import spawned
 from tests.memory.store_child import DOCS, content_of, revision_at
@@ -159,6 +160,41 @@ def test_sigkill_at_random_moments_keeps_every_acknowledged_write(tmp_path: Path
     assert known["big.md"] >= 2
     assert known["ephemeral/gone.md"] >= 3  # deleted at least once
     print(f"kills={kills} acks={acks} landed-unacked={landed_unacked} temps={temps_removed}")
+
+
+@pytest.mark.slow
+def test_sigkill_loses_no_acknowledged_revision_from_history(tmp_path: Path) -> None:
+    """Issue 24: after a SIGKILL at any moment, every revision a client was told was saved
+    is the document's content or in its history, which reopens and reads back."""
+    rng = random.Random(0x415_7024)
+    root, history_dir = tmp_path / "memory", tmp_path / "history"
+    known = dict.fromkeys(DOCS, 0)
+    acknowledged: set[tuple[str, int]] = set()
+    for kill in range(30):
+        with spawned("history", str(root), str(history_dir), json.dumps(known),
+                     str(rng.randrange(2**32))) as child:
+            if kill % 10 != 9:  # now and then during start-up
+                child.expect("ack ")
+            time.sleep(rng.uniform(0.0, 0.08))
+            child.kill()
+        for line in child.lines:
+            if line.startswith("ack "):
+                _, path, seq, _ = line.split(" ")
+                acknowledged.add((path, int(seq)))
+        _apply_acks(child.lines, known)
+        _verify(root, known)
+        history = History(history_dir)
+        with Store(root, exclusive=True, history=history) as store:
+            store.catch_up_history()
+            for path, seq in sorted(acknowledged):
+                data = content_of(path, seq)
+                on_disk = root / "global" / path
+                if data is None or (on_disk.exists() and on_disk.read_bytes() == data):
+                    continue
+                assert store.version(GLOBAL, path, revision_at(path, seq)) == data, (path, seq)
+            assert store.log(GLOBAL, limit=1)["changes"], "history unreadable"
+            history.close()
+    assert len(acknowledged) >= 30, len(acknowledged)
 
 
 @pytest.mark.slow
