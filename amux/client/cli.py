@@ -69,7 +69,8 @@ COMMANDS: dict[str, Command] = {
         Arg("path", "only this document's changes", nargs="?"),
         Arg("--since", "only changes since WHEN: 30m, 12h, 7d, today, or a date/time "
             "such as 2026-12-01 or 2026-12-01T09:30"),
-        Arg("--limit", "at most this many, 1-10000 (default 50)", type=int)),
+        Arg("--limit", "at most this many, 1-10000 (default 50)", type=int),
+        Arg("--principal", "the Hub's owner only: that principal's scope")),
     "diff": Command(
         "a unified diff between two versions of a document (default: its newest change)",
         Arg("path", PATH_HELP),
@@ -84,6 +85,13 @@ COMMANDS: dict[str, Command] = {
         Arg("--revision", "the version to restore (from `amux memory log PATH`)",
             required=True),
         Arg("--expected-revision", "the current revision, or 'absent'", required=True)),
+    "purge": Command(
+        "the Hub's owner only: remove a version from history (--revision), or all of a "
+        "document's past but its current content, e.g. a secret written by hand and since "
+        "removed; nothing under AMUX_HOME yields those bytes afterwards",
+        Arg("path", PATH_HELP),
+        Arg("--revision", "only this version (from `amux memory log PATH`)"),
+        Arg("--principal", "in that principal's scope (default: yours)")),
     "edit": Command("edit a document in $VISUAL/$EDITOR, then save it conditionally "
                     "(for people)", Arg("path", PATH_HELP)),
     "doctor": Command(
@@ -209,7 +217,16 @@ def _run(args: Any, start_hub: StartHub | None = None) -> Any:
                 body["since"] = since(args.since)
             if args.limit is not None:
                 body["limit"] = args.limit
+            if args.principal is not None:
+                return client.call("/v1/admin/history", {**body, "action": "log",
+                                                          "principal": args.principal})
             return client.call("/v1/memory/log", body)
+        if args.command == "purge":
+            body = {"action": "purge", "path": args.path}
+            for key in ("revision", "principal"):
+                if getattr(args, key) is not None:
+                    body[key] = getattr(args, key)
+            return client.call("/v1/admin/history", body)
         if args.command == "diff":
             result = client.call("/v1/memory/diff", {
                 "path": args.path, "from_revision": args.from_revision,

@@ -40,6 +40,10 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
     POST /v1/admin/config    {action: get|set, key, value?}          owner only
     POST /v1/admin/principals {action: add|alias|token|revoke|delegate|binding|list, ...}
                                                                      owner only
+    POST /v1/admin/history   {action: log|purge, path?, revision?, since?, limit?,
+                             principal? | binding?}: any scope's history (default: the
+                             owner's own scope); purge removes a version, or all of a
+                             document's past but its current content     owner only
     POST /v1/admin/secrets   {action: allow|remove|list, fingerprint?, principal? | binding?}
                              a scope's secret-guard allow list (default: the owner's
                              own scope)                                 owner only
@@ -148,6 +152,7 @@ class HubApi:
             "/v1/admin/config": self._admin_config,
             "/v1/admin/principals": self._admin_principals,
             "/v1/admin/secrets": self._admin_secrets,
+            "/v1/admin/history": self._admin_history,
         }
 
     def status(self) -> dict[str, Any]:
@@ -412,9 +417,28 @@ class HubApi:
             return self.store.allow_secret(scope, body["fingerprint"], allow=action == "allow")
         raise InvalidArgument(f"secrets action must be allow, remove or list, got {action!r}")
 
+    def _admin_history(self, request: Request, credential: Credential,
+                       body: dict[str, Any]) -> Any:
+        """Any scope's memory history for the Hub's owner: read it, or purge from it (a
+        secret written into a document by hand and removed since)."""
+        self._require_owner(request, credential)
+        action = body.get("action")
+        target = frozenset({"principal", "binding"})
+        if action == "log":
+            _check_fields("history log", body, frozenset({"action"}),
+                          target | {"path", "since", "limit"})
+            return self.store.log(self._secrets_scope(credential, body), body.get("path"),
+                                  body.get("since"), body.get("limit"))
+        if action == "purge":
+            _check_fields("history purge", body, frozenset({"action", "path"}),
+                          target | {"revision"})
+            return self.store.purge_history(self._secrets_scope(credential, body),
+                                            body["path"], body.get("revision"))
+        raise InvalidArgument(f"history action must be log or purge, got {action!r}")
+
     def _secrets_scope(self, credential: Credential, body: dict[str, Any]) -> Scope:
-        """The scope an allow-list request names: a principal's current scope, an explicit
-        binding, or (neither) the owner's own current scope."""
+        """The scope an allow-list or history request names: a principal's current scope,
+        an explicit binding, or (neither) the owner's own current scope."""
         if "principal" in body and "binding" in body:
             raise InvalidArgument("name the scope by principal or by binding, not both")
         if "binding" in body:

@@ -32,6 +32,7 @@ history.
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import threading
 import time
@@ -94,6 +95,13 @@ class _Repo:
 
     def __init__(self, path: Path) -> None:
         self.lock = threading.Lock()
+        rebuilt = path.with_name(path.name + ".rebuilt")
+        purged = path.with_name(path.name + ".purged")
+        if purged.exists():  # a purge was cut off after setting the old one aside
+            if not path.exists():
+                os.rename(rebuilt, path)
+            _remove_tree(purged)
+        _remove_tree(rebuilt)  # else a purge cut off before: the old history stands
         if path.exists():
             for name in _GIT_LOCKS:  # stale: `History` holds the history's one writer lock
                 (path / name).unlink(missing_ok=True)
@@ -147,6 +155,63 @@ class _Repo:
                                      int(change.at), 0)
         self.git.create_commit("HEAD", signature, signature, _message(change), tree,
                                [] if head is None else [head.id])
+
+
+    def changes(self) -> Iterator[tuple[pygit2.Commit, bytes | None]]:
+        """Every commit, oldest first, with the bytes its change left at its path."""
+        head = self.head()
+        if head is None:
+            return
+        walk = self.git.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL
+                             | pygit2.enums.SortMode.REVERSE)
+        for commit in walk:
+            path = _facts(commit.message).get("path", "")
+            try:
+                blob = commit.tree[path]
+            except KeyError:
+                yield commit, None
+                continue
+            assert isinstance(blob, pygit2.Blob)
+            yield commit, blob.data
+
+    def replay(self, commit: pygit2.Commit, data: bytes | None) -> None:
+        """`commit`'s change made again on top of this repository (`History.purge`)."""
+        head = self.head()
+        index = pygit2.Index()
+        if head is not None:
+            index.read_tree(head.tree)
+        path = _facts(commit.message).get("path", "")
+        if data is None:
+            with contextlib.suppress(OSError, KeyError):
+                index.remove(path)
+        else:
+            index.add(pygit2.IndexEntry(path, self.git.create_blob(data), _FILE))
+        self.git.create_commit("HEAD", commit.author, commit.committer, commit.message,
+                               index.write_tree(self.git), [] if head is None else [head.id])
+
+
+def _purged(commit: pygit2.Commit, data: bytes | None, path: str, revision: str | None,
+            keep: pygit2.Oid | None) -> bool:
+    facts = _facts(commit.message)
+    if facts.get("path") != path or data is None:
+        return False
+    if revision is not None:
+        return facts.get("revision") == revision
+    return pygit2.hash(data) != keep
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _message(change: Change) -> str:
@@ -241,7 +306,7 @@ class History:
 
     def flush(self) -> None:
         """Until everything recorded so far is committed."""
-        self._wait_for(lambda: not self._queue and not +self._pending)
+        self._wait_for(lambda: not self._queue)
 
     def close(self) -> None:
         """Commit what is queued, then stop the writer."""
@@ -275,8 +340,41 @@ class History:
                 pass
             with self._changed:
                 self._queue.popleft()
-                self._pending[scope.directory, change.path] -= 1
+                key = scope.directory, change.path
+                self._pending[key] -= 1
+                if not self._pending[key]:
+                    del self._pending[key]
                 self._changed.notify_all()
+
+    def purge(self, scope: Scope, path: str, revision: str | None,
+              current: bytes | None) -> int:
+        """Remove from the scope's history `path`'s version `revision`, or (None) every
+        version of it but its `current` bytes; the number of changes removed. The history
+        is rebuilt without them in a new repository that replaces the old one, so no object
+        of theirs is left (packed or loose). The caller holds the scope's write lock."""
+        self._wait_for(lambda: not any(key[0] == scope.directory for key in self._pending))
+        repo = self.repository(scope)
+        keep_id = None if current is None else pygit2.hash(current)
+        with repo.lock:
+            changes = list(repo.changes())
+            kept = [(commit, data) for commit, data in changes
+                    if not _purged(commit, data, path, revision, keep_id)]
+            if len(kept) == len(changes):
+                return 0
+            path_of_repo = Path(repo.git.path)
+            rebuilt = path_of_repo.with_name(path_of_repo.name + ".rebuilt")
+            _remove_tree(rebuilt)
+            fresh = _Repo(rebuilt)
+            for commit, data in kept:
+                fresh.replay(commit, data)
+            old = path_of_repo.with_name(path_of_repo.name + ".purged")
+            os.rename(path_of_repo, old)
+            os.rename(rebuilt, path_of_repo)
+            _fsync_dir(path_of_repo.parent)
+            _remove_tree(old)
+            with self._guard:
+                self._repos[scope.directory] = _Repo(path_of_repo)
+            return len(changes) - len(kept)
 
     # -- reading ----------------------------------------------------------------------
 

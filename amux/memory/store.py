@@ -218,6 +218,26 @@ class Store:
                            "`amux memory log PATH` lists its versions")
         return data
 
+    def purge_history(self, scope: Scope, path: str, revision: object = None) -> dict[str, Any]:
+        """Remove `path`'s version `revision` from history, or (None) all of its past but
+        its current content (`amux memory purge`, the Hub's owner only)."""
+        history = self._history()
+        logical = validate_path(path)
+        wanted = None if revision is None else check_expected(revision)
+        if wanted == ABSENT:
+            raise InvalidArgument("a revision is a SHA-256 of a version, not absent")
+        with self._write_lock(scope), self._document_dir(scope, logical) as parent:
+            found = _read(parent, logical)
+            current = None if found is None else found[0]
+            if wanted is not None and current is not None and revision_of(current) == wanted:
+                raise InvalidArgument(
+                    f"{logical.text} holds revision {wanted} now: change or forget the "
+                    "document first (`amux memory upsert`/`forget`), then purge it from history")
+            purged = history.purge(scope, logical.text, wanted, current)
+        if wanted is not None and not purged:
+            raise NotFound(f"{logical.text} has no revision {wanted} in history")
+        return {"path": logical.text, "revision": wanted, "purged": purged}
+
     def catch_up_history(self) -> int:
         """Record as hand edits what changed in every scope while history did not watch
         (at the Hub's start); the number of changes recorded."""

@@ -5,6 +5,7 @@ it; a real Hub process and the installed client for the user's path."""
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -140,3 +141,64 @@ def test_the_cli_shows_the_log_a_diff_and_restores(tmp_path: Path) -> None:
         assert code == 2 and "--since 'yesterday-ish'" in err
     finally:
         hub.stop()
+
+
+SECRET = "ghp_" + "Q7xv2LmN9pR4tY8wK3zA6bC1dE5fG0hJ2kM4"
+
+
+def all_bytes_under(home: Path) -> bytes:
+    """Every file under `home`, and every git object of its histories uncompressed."""
+    found = b""
+    for path in home.rglob("*"):
+        if path.is_file() and not path.is_symlink() and not path.is_socket():
+            found += path.read_bytes()
+    for repo in home.rglob("*.git"):
+        found += subprocess.run(["git", f"--git-dir={repo}", "cat-file", "--batch-all-objects",
+                                 "--batch"], capture_output=True, check=True).stdout
+    return found
+
+
+def test_a_purged_version_is_gone_from_every_file_under_amux_home(tmp_path: Path) -> None:
+    """A person wrote a secret into a document by hand, the Hub kept that version before
+    the next write replaced it, and the owner purges it: no command and no file (nor any
+    git object, uncompressed) under AMUX_HOME yields those bytes afterwards."""
+    home = tmp_path / "h"
+    hub = HubProcess(home)
+    try:
+        hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "true"})
+        clean = amux(home, "memory", "upsert", "notes/aws.md", "--expected-revision", "absent",
+                     stdin="use the deploy role\n")[1]["revision"]
+        document = home / "memory" / "global" / "notes" / "aws.md"
+        document.write_text(f"use the deploy role\ntoken {SECRET}\n")  # by hand
+        leaked = revision_of(document.read_bytes())
+        code, fixed, err = amux(home, "memory", "upsert", "notes/aws.md", "--expected-revision",
+                                leaked, stdin="use the deploy role (token in the vault)\n")
+        assert code == 0, err
+        log = amux(home, "memory", "log", "notes/aws.md")[1]["changes"]
+        assert [c["operation"] for c in log] == ["update", "hand edit", "create"]
+        assert SECRET.encode() in all_bytes_under(home)  # history kept it, as it must
+        code, refused, _ = amux(home, "memory", "purge", "notes/aws.md", "--revision",
+                                fixed["revision"])
+        assert refused["error"]["code"] == "invalid_argument"  # the current content stays
+        code, purged, err = amux(home, "memory", "purge", "notes/aws.md", "--revision", leaked)
+        assert code == 0 and purged["purged"] == 1, err
+        assert SECRET.encode() not in all_bytes_under(home)
+        log = amux(home, "memory", "log", "notes/aws.md")[1]["changes"]
+        assert [c["revision"] for c in log] == [fixed["revision"], clean]
+        code, gone, _ = amux(home, "memory", "show", "notes/aws.md", "--revision", leaked)
+        assert gone["error"]["code"] == "not_found"
+        code, _, _ = amux(home, "memory", "upsert", "notes/aws.md", "--expected-revision",
+                          fixed["revision"], stdin="after the purge\n")
+        assert code == 0  # history goes on after its rebuild
+    finally:
+        hub.stop()
+
+
+def test_only_the_owner_reads_other_scopes_or_purges(hub: Hub) -> None:
+    write(hub, hub.alice, "a.md", "x\n")
+    for body in ({"action": "log"}, {"action": "purge", "path": "a.md"}):
+        refused = hub.call("/v1/admin/history", hub.alice, body)
+        assert refused.json()["error"]["code"] == "forbidden"
+    owner = hub.call("/v1/admin/history", hub.owner, {"action": "log", "principal": "alice"},
+                     owner_socket=True)
+    assert [c["path"] for c in owner.json()["changes"]] == ["a.md"]

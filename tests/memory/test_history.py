@@ -181,3 +181,26 @@ def test_log_and_versions_round_trip_any_sequence_of_changes(tmp_path: Path,
                 data = store.version(GLOBAL, path, revision)
                 assert revision_of(data) == revision
         history.close()
+
+
+@pytest.mark.parametrize("cut_after", ["rebuild", "set aside"])
+def test_a_purge_cut_off_midway_is_finished_or_undone_at_the_next_open(
+        home: Path, cut_after: str) -> None:
+    """A purge builds the new history beside the old one and swaps them: cut off before
+    the swap the old history stands; cut off midway the swap is finished."""
+    history = History(home / "history")
+    with Store(home / "memory", exclusive=True, history=history) as store:
+        first = store.upsert(GLOBAL, "a.md", "one\n", ABSENT, ALICE)["revision"]
+        second = store.upsert(GLOBAL, "a.md", "two\n", first, ALICE)["revision"]
+        store.upsert(GLOBAL, "a.md", "three\n", second, ALICE)
+        history.close()
+    repo = home / "history" / "global.git"
+    subprocess.run(["cp", "-a", str(repo), str(repo) + ".rebuilt"], check=True)
+    if cut_after == "set aside":
+        repo.rename(str(repo) + ".purged")
+    history = History(home / "history")
+    with Store(home / "memory", exclusive=True, history=history) as store:
+        assert len(changes(store)) == 3
+        assert sorted(p.name for p in (home / "history").iterdir()) == [
+            ".amux-root.lock", "global.git"]
+        history.close()
