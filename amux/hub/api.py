@@ -143,6 +143,7 @@ class HubApi:
         self.registry = registry
         self.config_file = config
         self.config: HubConfig = config.load()
+        self._apply_history_limits()
         self._routes: dict[str, Callable[[Request, Credential, dict[str, Any]], Any]] = {
             "/v1/binding": self._binding,
             "/v1/delegate": self._delegate,
@@ -164,7 +165,14 @@ class HubApi:
     def reload(self) -> HubConfig:
         """Re-read config.toml (SIGHUP, `amux hub reload`)."""
         self.config = self.config_file.load()
+        self._apply_history_limits()
         return self.config
+
+    def _apply_history_limits(self) -> None:
+        history = self.store.history
+        if history is not None:
+            history.max_bytes = self.config.history_max_bytes
+            history.keep_seconds = self.config.history_keep_seconds
 
     def preflight(self, head: Request) -> Response | None:
         """A refusal for a request on its head alone (`head.body` not read yet), else None.

@@ -20,7 +20,7 @@ from amux.memory.errors import InvalidArgument
 
 CONFIG_NAME = "config.toml"
 
-Value = bool | str
+Value = bool | str | int
 
 DEFAULTS: dict[str, Value] = {
     "memory.enabled": False,
@@ -29,9 +29,13 @@ DEFAULTS: dict[str, Value] = {
     "listeners.tls_address": "",
     "listeners.tls_cert": "",
     "listeners.tls_key": "",
+    "history.max_mib": 256,
+    "history.keep_days": 365,
 }
 """Every settable key with its default (its type is the default's type); memory and
-isolation start off (SPEC §3); an empty shared socket path means no shared socket."""
+isolation start off (SPEC §3); an empty shared socket path means no shared socket.
+History keeps at most `history.max_mib` MiB per scope and drops versions older than
+`history.keep_days` days (0: none), never a document's newest (docs/store.md "History")."""
 
 _HEADER = """\
 # amux Hub configuration. Change it with `amux system config set KEY VALUE`
@@ -51,6 +55,9 @@ class HubConfig:
     """`host:port` of the TLS listener for remote Runtimes, or "" for none."""
     tls_cert: str = ""
     tls_key: str = ""
+    history_max_bytes: int = 256 * 1024 * 1024
+    history_keep_seconds: float = 365 * 86400.0
+    """0: versions are never dropped for their age."""
 
 
 def _parse(key: str, value: str) -> Value:
@@ -59,7 +66,13 @@ def _parse(key: str, value: str) -> Value:
         if value and (not colon or not host or not port.isdigit() or not 0 <= int(port) < 65536):
             raise InvalidArgument(f"{key} takes host:port (or \"\" for none), got {value!r}")
         return value
-    if isinstance(DEFAULTS[key], str):
+    default = DEFAULTS[key]
+    if isinstance(default, int) and not isinstance(default, bool):
+        least = 1 if key == "history.max_mib" else 0
+        if not value.strip().isdigit() or int(value) < least:
+            raise InvalidArgument(f"{key} takes a whole number of at least {least}, got {value!r}")
+        return int(value)
+    if isinstance(default, str):
         if value and not value.startswith("/"):
             raise InvalidArgument(f"{key} takes an absolute path (or \"\" for none), got {value!r}")
         return value
@@ -102,8 +115,8 @@ class ConfigFile:
             return DEFAULTS[key]
         value = table[name]
         expected = type(DEFAULTS[key])
-        if not isinstance(value, expected):
-            kind = "true or false" if expected is bool else "a string"
+        if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+            kind = {bool: "true or false", int: "a whole number"}.get(expected, "a string")
             raise InvalidArgument(f"{self.path}: {key} must be {kind}, found {value!r}")
         return expected(value)
 
@@ -130,4 +143,6 @@ class ConfigFile:
             tls_address=str(self.get("listeners.tls_address")),
             tls_cert=str(self.get("listeners.tls_cert")),
             tls_key=str(self.get("listeners.tls_key")),
+            history_max_bytes=int(self.get("history.max_mib")) * 1024 * 1024,
+            history_keep_seconds=int(self.get("history.keep_days")) * 86400.0,
         )

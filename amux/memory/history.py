@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import functools
+import logging
 import os
 import threading
 import time
@@ -50,8 +52,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+log = logging.getLogger("amux.hub")
+
 OPERATIONS = ("create", "update", "forget", "restore", "hand edit")
 HAND_EDIT = "hand edit"
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+DEFAULT_KEEP_SECONDS = 365 * 86400.0
+ENFORCE_EVERY = 256
+"""Retention is checked for a scope at the Hub's start and after this many commits."""
 LOG_DEFAULT_LIMIT = 50
 LOG_MAX_LIMIT = 10_000
 TRAILER = "Amux-"
@@ -93,8 +101,9 @@ class _Repo:
     """One scope's repository; every use holds `lock` (libgit2 objects are not shared
     between threads)."""
 
-    def __init__(self, path: Path) -> None:
-        self.lock = threading.Lock()
+    def __init__(self, path: Path, lock: threading.RLock | None = None) -> None:
+        self.lock = lock or threading.RLock()
+        """The scope's, kept across the rebuilds that replace this object (`History`)."""
         rebuilt = path.with_name(path.name + ".rebuilt")
         purged = path.with_name(path.name + ".purged")
         if purged.exists():  # a purge was cut off after setting the old one aside
@@ -200,6 +209,51 @@ def _purged(commit: pygit2.Commit, data: bytes | None, path: str, revision: str 
     return pygit2.hash(data) != keep
 
 
+def _newest(changes: list[tuple[pygit2.Commit, bytes | None]]) -> set[int]:
+    """Indexes of the changes retention never drops: each document's newest, and for a
+    forgotten one also the last version it had."""
+    newest: set[int] = set()
+    seen: set[str] = set()
+    gone: set[str] = set()
+    for index in range(len(changes) - 1, -1, -1):
+        commit, data = changes[index]
+        path = _facts(commit.message).get("path", "")
+        if path not in seen:
+            seen.add(path)
+            newest.add(index)
+            if data is None:
+                gone.add(path)
+        elif path in gone and data is not None:
+            gone.discard(path)
+            newest.add(index)
+    return newest
+
+
+def _younger(changes: list[tuple[pygit2.Commit, bytes | None]],
+             cutoff: float) -> list[tuple[pygit2.Commit, bytes | None]]:
+    newest = _newest(changes)
+    return [change for index, change in enumerate(changes)
+            if index in newest or float(_facts(change[0].message).get(
+                "time", change[0].commit_time)) >= cutoff]
+
+
+def _oldest_dropped(changes: list[tuple[pygit2.Commit, bytes | None]],
+                    share: float) -> list[tuple[pygit2.Commit, bytes | None]]:
+    newest = _newest(changes)
+    droppable = [index for index in range(len(changes)) if index not in newest]
+    dropped = set(droppable[:max(1, round(len(droppable) * share))])
+    return [change for index, change in enumerate(changes) if index not in dropped]
+
+
+def _size(path: Path) -> int:
+    total = 0
+    for here, _, names in os.walk(path):
+        for name in names:
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(here, name)).st_size
+    return total
+
+
 def _remove_tree(path: Path) -> None:
     import shutil
 
@@ -238,9 +292,15 @@ class History:
     """The histories of every scope under `root`, with the one writer thread; one process
     at a time (an exclusive lock on `root`, as the store's on the memory root)."""
 
-    def __init__(self, root: Path, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, root: Path, clock: Callable[[], float] = time.time,
+                 max_bytes: int = DEFAULT_MAX_BYTES,
+                 keep_seconds: float = DEFAULT_KEEP_SECONDS) -> None:
         self.root = root
         self.clock = clock
+        self.max_bytes = max_bytes
+        self.keep_seconds = keep_seconds
+        """0: no version is dropped for its age."""
+        self._since_enforced: collections.Counter[tuple[str, ...]] = collections.Counter()
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
@@ -302,6 +362,7 @@ class History:
             for path in sorted(known.keys() - documents.keys()):
                 repo.commit(Change(HAND_EDIT, path, None, NOBODY, now))
                 recorded += 1
+        self.enforce(scope)
         return recorded
 
     def flush(self) -> None:
@@ -336,8 +397,12 @@ class History:
             try:
                 with repo.lock:
                     repo.commit(change)
+                self._since_enforced[scope.directory] += 1
+                if self._since_enforced[scope.directory] >= ENFORCE_EVERY:
+                    self._since_enforced[scope.directory] = 0
+                    self.enforce(scope)
             except (OSError, pygit2.GitError):  # full disk: the next `keep` commits it
-                pass
+                log.exception("memory history: could not commit %s", change.path)
             with self._changed:
                 self._queue.popleft()
                 key = scope.directory, change.path
@@ -349,32 +414,66 @@ class History:
     def purge(self, scope: Scope, path: str, revision: str | None,
               current: bytes | None) -> int:
         """Remove from the scope's history `path`'s version `revision`, or (None) every
-        version of it but its `current` bytes; the number of changes removed. The history
-        is rebuilt without them in a new repository that replaces the old one, so no object
-        of theirs is left (packed or loose). The caller holds the scope's write lock."""
+        version of it but its `current` bytes; the number of changes removed (`_rebuild`:
+        no object of theirs is left, packed or loose). The caller holds the scope's write
+        lock."""
         self._wait_for(lambda: not any(key[0] == scope.directory for key in self._pending))
-        repo = self.repository(scope)
         keep_id = None if current is None else pygit2.hash(current)
+        repo = self.repository(scope)
         with repo.lock:
-            changes = list(repo.changes())
-            kept = [(commit, data) for commit, data in changes
-                    if not _purged(commit, data, path, revision, keep_id)]
-            if len(kept) == len(changes):
-                return 0
-            path_of_repo = Path(repo.git.path)
-            rebuilt = path_of_repo.with_name(path_of_repo.name + ".rebuilt")
-            _remove_tree(rebuilt)
-            fresh = _Repo(rebuilt)
-            for commit, data in kept:
-                fresh.replay(commit, data)
-            old = path_of_repo.with_name(path_of_repo.name + ".purged")
-            os.rename(path_of_repo, old)
-            os.rename(rebuilt, path_of_repo)
-            _fsync_dir(path_of_repo.parent)
-            _remove_tree(old)
-            with self._guard:
-                self._repos[scope.directory] = _Repo(path_of_repo)
-            return len(changes) - len(kept)
+            return self._rebuild(scope, repo, lambda changes: [
+                change for change in changes
+                if not _purged(*change, path, revision, keep_id)])
+
+    def enforce(self, scope: Scope) -> int:
+        """Retention: drop versions older than `keep_seconds`, then the oldest ones while
+        the history is over `max_bytes` (to 3/4 of it), never the newest version of any
+        document (nor the last one a forgotten document had); the number dropped."""
+        repo = self.repository(scope)
+        dropped = 0
+        with repo.lock:
+            cutoff = self.clock() - self.keep_seconds if self.keep_seconds else None
+            if cutoff is not None:
+                dropped += self._rebuild(scope, repo, lambda changes: _younger(changes, cutoff))
+                repo = self.repository(scope)
+            for _ in range(4):  # each round drops a larger share until it fits
+                size = _size(Path(repo.git.path))
+                if size <= self.max_bytes:
+                    break
+                share = 1 - (self.max_bytes * 3 / 4) / size
+                dropped += self._rebuild(scope, repo, functools.partial(_oldest_dropped,
+                                                                        share=share))
+                repo = self.repository(scope)
+        return dropped
+
+    def size(self, scope: Scope) -> int:
+        """Bytes the scope's history takes on disk."""
+        return _size(Path(self.repository(scope).git.path))
+
+    def _rebuild(self, scope: Scope, repo: _Repo, keep: Callable[
+            [list[tuple[pygit2.Commit, bytes | None]]],
+            list[tuple[pygit2.Commit, bytes | None]]]) -> int:
+        """Make the history again from the changes `keep` keeps, in a new repository that
+        replaces the old one (so nothing of the others stays, packed or loose); the number
+        of changes left out. Finished or undone at the next open if cut off (`_Repo`)."""
+        changes = list(repo.changes())
+        kept = keep(changes)
+        if len(kept) == len(changes):
+            return 0
+        where = Path(repo.git.path)
+        rebuilt = where.with_name(where.name + ".rebuilt")
+        _remove_tree(rebuilt)
+        fresh = _Repo(rebuilt)
+        for commit, data in kept:
+            fresh.replay(commit, data)
+        aside = where.with_name(where.name + ".purged")
+        os.rename(where, aside)
+        os.rename(rebuilt, where)
+        _fsync_dir(where.parent)
+        _remove_tree(aside)
+        with self._guard:
+            self._repos[scope.directory] = _Repo(where, repo.lock)
+        return len(changes) - len(kept)
 
     # -- reading ----------------------------------------------------------------------
 

@@ -183,7 +183,11 @@ class Store:
         """Read-only health report of the scope (`amux memory doctor`; `amux.memory.doctor`)."""
         with self._scope_dir(scope, create=False) as scope_fd:
             collected = documents.collect(scope_fd)
-        return doctor.diagnose(collected, scope.binding, self.wall_clock())
+        report = doctor.diagnose(collected, scope.binding, self.wall_clock())
+        if self.history is not None:  # old versions go first: headroom, never an error
+            report["quota"].append({"quota": "history_bytes", "used": self.history.size(scope),
+                                    "limit": self.history.max_bytes, "path": None})
+        return report
 
     def usage(self, scope: Scope) -> ScopeUsage:
         """Count the scope's documents and bytes now."""

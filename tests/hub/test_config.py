@@ -43,6 +43,8 @@ def test_set_get_and_keep_comments(tmp_path: Path) -> None:
         ("listeners.tls_address", "localhost", "takes host:port"),
         ("listeners.tls_address", "localhost:99999", "takes host:port"),
         ("listeners.shared_socket", "relative/hub.sock", "absolute path"),
+        ("history.max_mib", "0", "whole number of at least 1"),
+        ("history.keep_days", "a year", "whole number of at least 0"),
     ],
 )
 def test_bad_keys_and_values_are_refused(
@@ -66,3 +68,16 @@ def test_a_broken_file_is_reported_not_overwritten(tmp_path: Path) -> None:
     config.path.write_text('[memory]\nenabled = "yes"\n')
     with pytest.raises(InvalidArgument, match="must be true or false"):
         config.get("memory.enabled")
+
+
+def test_history_limits_are_whole_numbers_with_defaults(tmp_path: Path) -> None:
+    config = ConfigFile(tmp_path)
+    assert config.load().history_max_bytes == 256 * 1024 * 1024
+    assert config.load().history_keep_seconds == 365 * 86400
+    assert config.set("history.max_mib", "64") == 64
+    assert config.set("history.keep_days", "0") == 0
+    loaded = config.load()
+    assert (loaded.history_max_bytes, loaded.history_keep_seconds) == (64 * 1024 * 1024, 0)
+    config.path.write_text("[history]\nmax_mib = true\n")
+    with pytest.raises(InvalidArgument, match="must be a whole number"):
+        config.get("history.max_mib")

@@ -204,3 +204,45 @@ def test_a_purge_cut_off_midway_is_finished_or_undone_at_the_next_open(
         assert sorted(p.name for p in (home / "history").iterdir()) == [
             ".amux-root.lock", "global.git"]
         history.close()
+
+
+def test_retention_drops_old_versions_but_never_the_newest_of_anything(home: Path) -> None:
+    now = [1_800_000_000.0]
+    history = History(home / "history", clock=lambda: now[0], keep_seconds=30 * 86400)
+    with Store(home / "memory", exclusive=True, history=history,
+               wall_clock=lambda: now[0]) as store:
+        revision = ABSENT
+        for n in range(3):
+            revision = store.upsert(GLOBAL, "a.md", f"a{n}\n", revision, ALICE)["revision"]
+        gone = store.upsert(GLOBAL, "gone.md", "last words\n", ABSENT, ALICE)["revision"]
+        store.forget(GLOBAL, "gone.md", gone, ALICE)
+        now[0] += 10 * 86400
+        store.upsert(GLOBAL, "a.md", "a3\n", revision, ALICE)
+        history.flush()
+        assert history.enforce(GLOBAL) == 0  # nothing is 30 days old yet
+        now[0] += 25 * 86400
+        assert history.enforce(GLOBAL) == 3  # a0, a1, a2: older, and not the newest
+        log = changes(store)
+        assert [(c["path"], c["operation"]) for c in log] == [
+            ("a.md", "update"), ("gone.md", "forget"), ("gone.md", "create")]
+        assert store.version(GLOBAL, "gone.md", gone) == b"last words\n"  # still restorable
+        history.close()
+
+
+def test_a_history_over_its_size_drops_its_oldest_versions(home: Path) -> None:
+    history = History(home / "history", max_bytes=400_000)
+    with Store(home / "memory", exclusive=True, history=history) as store:
+        revision = ABSENT
+        for n in range(40):  # ~40 incompressible 30 KB versions: ~1.2 MB of history
+            text = "".join(f"{n}:{i}:{(i * 7919 + n * 104729) % 1000003:07d}\n"
+                           for i in range(2000))[:30_000]
+            revision = store.upsert(GLOBAL, "big.md", text, revision, ALICE)["revision"]
+        history.flush()
+        assert history.enforce(GLOBAL) > 0
+        assert history.size(GLOBAL) <= 400_000
+        newest = changes(store, limit=1)[0]
+        assert newest["revision"] == revision  # the newest version stays
+        report = store.doctor(GLOBAL)
+        row = next(r for r in report["quota"] if r["quota"] == "history_bytes")
+        assert row["limit"] == 400_000 and 0 < row["used"] <= 400_000
+        history.close()
