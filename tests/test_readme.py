@@ -273,3 +273,54 @@ def test_the_first_session_runs_as_shown(tmp_path: Path) -> None:
     assert not any(r.is_error for r in results), results
     assert topic in results[3].text and "Use pytest." in results[4].text
     assert json.loads(health.stdout)["findings"] == []
+
+
+def test_undoing_a_bad_write_runs_as_shown(tmp_path: Path) -> None:
+    """The README's "Undoing a bad write", command by command after an agent's bad update
+    of MEMORY.md: the log lists the update then the create, the diff is the one shown (its
+    revisions aside), and the restore brings the first version back."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Undoing a bad write"):]
+    section = section[:section.index("\n## ")]
+    transcript = re.search(r"```text\n(.+?)\n```", section, re.S)
+    assert transcript
+    steps: list[tuple[str, list[str]]] = []
+    for line in transcript.group(1).splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    assert [command.split()[:3] for command, _ in steps] == [
+        ["amux", "memory", "log"], ["amux", "memory", "diff"], ["amux", "memory", "restore"]]
+    export = shell_examples()[0]
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {key: value for key, value in os.environ.items() if not key.startswith("AMUX_")}
+    env["HOME"] = str(home)
+
+    def shell(command: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", f"{export}\n{command}"], cwd=ROOT, env=env,
+                              input=stdin, capture_output=True, text=True, timeout=120)
+
+    good = ("# Memory\n- Demo project: build and test decisions in "
+            "projects/github.com-acme-demo/decisions.md\n")
+    try:
+        assert shell("amux system config set memory.enabled true").returncode == 0
+        first = json.loads(shell("amux memory upsert MEMORY.md --expected-revision absent",
+                                 good).stdout)["revision"]
+        bad = shell(f"amux memory upsert MEMORY.md --expected-revision {first}",
+                    "# Memory\n- Demo project: uses unittest\n")
+        assert bad.returncode == 0, bad.stderr
+        outputs = []
+        for command, _ in steps:
+            done = shell(command)
+            assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
+            outputs.append(done.stdout)
+    finally:
+        shell("amux hub stop")
+    log = [line.split()[1] for line in outputs[0].splitlines() if "MEMORY.md" in line]
+    assert log == ["update", "create"]
+    masked = [re.sub(r"@[0-9a-f]{12}", "@REV", line) for line in outputs[1].splitlines()]
+    assert masked == [re.sub(r"@[0-9a-f]{12}", "@REV", line) for line in steps[1][1]]
+    restored = json.loads(outputs[2])
+    assert restored["revision"] == restored["restored_from"] == first

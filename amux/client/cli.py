@@ -47,7 +47,7 @@ COMMANDS: dict[str, Command] = {
         Arg("--end-line", "1-based last line (inclusive)", type=int, default=0),
         Arg("--offset", "continue at next_offset of a truncated page", type=int),
         Arg("--revision", "the whole document as it was at this revision (from `amux "
-            "memory log`)")),
+            "memory log`; @1: before its newest change)")),
     "upsert": Command(
         "create or replace a whole document",
         Arg("path", PATH_HELP),
@@ -75,16 +75,18 @@ COMMANDS: dict[str, Command] = {
         "a unified diff between two versions of a document (default: its newest change)",
         Arg("path", PATH_HELP),
         Arg("from_revision", "the older version (default: the one before the newest "
-            "change; 'absent' for none)", nargs="?", metavar="REV"),
+            "change; 'absent' for none; @N: N changes before the newest)", nargs="?",
+            metavar="REV"),
         Arg("to_revision", "the newer version (default: the newest change's)", nargs="?",
             metavar="REV")),
     "restore": Command(
         "write a past version back, as an ordinary conditional write (a forgotten "
         "document too: --expected-revision absent)",
         Arg("path", PATH_HELP),
-        Arg("--revision", "the version to restore (from `amux memory log PATH`)",
-            required=True),
-        Arg("--expected-revision", "the current revision, or 'absent'", required=True)),
+        Arg("--revision", "the version to restore (from `amux memory log PATH`; @1: the one "
+            "before the newest change)", required=True),
+        Arg("--expected-revision", "the current revision, 'absent', or @0 (the newest in "
+            "history: refused if the document changed since)", required=True)),
     "purge": Command(
         "the Hub's owner only: remove a version from history (--revision), or all of a "
         "document's past but its current content, e.g. a secret written by hand and since "
@@ -190,8 +192,8 @@ def _run(args: Any, start_hub: StartHub | None = None) -> Any:
                 body["limit"] = args.limit
             return client.call("/v1/memory/search", body)
         if args.command == "show" and args.revision is not None:
-            return client.call("/v1/memory/version", {"path": args.path,
-                                                       "revision": args.revision})
+            return client.call("/v1/memory/version", {
+                "path": args.path, "revision": back(client, args.path, args.revision)})
         if args.command == "show":
             return client.call("/v1/memory/get", {
                 "path": args.path, "start_line": args.start_line, "end_line": args.end_line,
@@ -223,19 +225,20 @@ def _run(args: Any, start_hub: StartHub | None = None) -> Any:
             return client.call("/v1/memory/log", body)
         if args.command == "purge":
             body = {"action": "purge", "path": args.path}
-            for key in ("revision", "principal"):
-                if getattr(args, key) is not None:
-                    body[key] = getattr(args, key)
+            if args.principal is not None:
+                body["principal"] = args.principal
+            if args.revision is not None:  # `@N`: in the owner's own scope
+                body["revision"] = back(client, args.path, args.revision)
             return client.call("/v1/admin/history", body)
         if args.command == "diff":
             result = client.call("/v1/memory/diff", {
-                "path": args.path, "from_revision": args.from_revision,
-                "to_revision": args.to_revision})
+                "path": args.path, "from_revision": back(client, args.path, args.from_revision),
+                "to_revision": back(client, args.path, args.to_revision)})
             return result if args.pretty else str(result["diff"]).encode("utf-8")
         if args.command == "restore":
             return client.call("/v1/memory/restore", {
-                "path": args.path, "revision": args.revision,
-                "expected_revision": args.expected_revision})
+                "path": args.path, "revision": back(client, args.path, args.revision),
+                "expected_revision": back(client, args.path, args.expected_revision)})
         if args.command == "edit":
             from amux.client.edit import edit
 
@@ -248,6 +251,23 @@ def _run(args: Any, start_hub: StartHub | None = None) -> Any:
 
             return report(result).encode("utf-8")
         return _export(client, args.path)
+
+
+def back(client: HubClient, path: str, revision: str | None) -> str | None:
+    """A revision as given, or for `@N` the one `path` had N changes before its newest in
+    history (`@0`: the newest; a forgotten document's newest is `absent`). Not `~N`, which
+    shells expand."""
+    if revision is None or not revision.startswith("@"):
+        return revision
+    if not revision[1:].isdigit():
+        raise ClientError("invalid_argument", f"{revision!r}: a revision, or @N for N changes "
+                          "before the newest (@0 the newest, @1 the one before)")
+    steps = int(revision[1:])
+    changes = client.call("/v1/memory/log", {"path": path, "limit": steps + 1})["changes"]
+    if len(changes) <= steps:
+        raise ClientError("not_found", f"{path} has {len(changes)} change(s) in history, so no "
+                          f"{revision}; `amux memory log {path}` lists them")
+    return str(changes[steps]["revision"])
 
 
 def since(when: str, now: float | None = None) -> float:
