@@ -149,6 +149,9 @@ def running_hub(home: Path) -> Iterator[tuple[Connection, dict[str, str]]]:
     shared = home / "shared" / "hub.sock"
     ConfigFile(home).set("listeners.shared_socket", str(shared))  # listeners open at start
     with hub_process(home) as (_process, connection):
+        with HubClient(connection) as client:  # memory history takes in the corpus first
+            while not client.call("/v1/status", {}).get("history_caught_up", True):
+                time.sleep(0.1)
         yield connection, {"AMUX_HUB": connection.hub, "AMUX_TOKEN": connection.token or ""}
 
 

@@ -105,11 +105,15 @@ def _pick_targets(documents: list[tuple[str, bytes]]) -> list[tuple[str, str, in
 
 
 def bench_writes(root: Path, scope_dir: Path, documents: list[tuple[str, bytes]],
-                 runs: int) -> dict[str, Any]:
-    """Median upsert (str and bytes) vs durable floor vs plain write, per size."""
+                 runs: int, history: Path | None = None) -> dict[str, Any]:
+    """Median upsert (str and bytes) vs durable floor vs plain write, per size; with
+    `history`, the store keeps memory history there, as the Hub does (docs/store.md)."""
+    from amux.memory.history import History
+
     source = b"\n".join(data for _path, data in documents[:64])
     report: dict[str, Any] = {"runs": runs, "warmup": WARMUP}
-    store = Store(root, exclusive=True)  # as the Hub opens it
+    kept = None if history is None else History(history)
+    store = Store(root, exclusive=True, history=kept)  # as the Hub opens it
     try:
         for label, path, size in _pick_targets(documents):
             if label.endswith("+ 1 line"):
@@ -118,9 +122,12 @@ def bench_writes(root: Path, scope_dir: Path, documents: list[tuple[str, bytes]]
             else:
                 contents = [exact_text(source, size, offset)
                             for offset in (0, len(source) // 2)]
-            report[label] = _bench_one(store, scope_dir, path, contents, runs)
-            report[label]["target"] = TARGETS[label]
+            row = _bench_one(store, scope_dir, path, contents, runs)
+            row["target"] = TARGETS[label]
+            report[label if kept is None else f"{label}, history on"] = row
     finally:
+        if kept is not None:
+            kept.close()
         store.close()
     return report
 

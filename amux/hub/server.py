@@ -72,6 +72,7 @@ class Hub:
         self._loop: EventLoop | None = None
         self._shared_path: Path | None = None
         self._tls_address: str | None = None
+        self._history_caught_up = threading.Event()
 
     def _ensure_owner(self, name: str) -> None:
         issued = self.registry.ensure_owner(name)
@@ -93,7 +94,7 @@ class Hub:
             "running": True, "pid": os.getpid(), "address": f"unix:{self.socket_path}",
             "memory_root": str(self.store.root), "memory_enabled": config.memory_enabled,
             "isolation_enabled": config.isolation_enabled, "listeners": listeners,
-            "version": __version__,
+            "version": __version__, "history_caught_up": self._history_caught_up.is_set(),
         }
 
     def _listen(self, path: Path, *, owner: bool) -> Listener:
@@ -191,6 +192,8 @@ class Hub:
         except Exception:  # history must never stop the Hub; say it in the log
             log.exception("memory history could not catch up with the memory root")
             return
+        finally:
+            self._history_caught_up.set()
         if recorded:
             log.info("memory history: %d change(s) made outside the Hub recorded as hand "
                      "edits", recorded)
