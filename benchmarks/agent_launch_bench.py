@@ -58,10 +58,19 @@ with the next arm), after one warm-up round that is discarded:
   that user's home and config, so C − B also holds the agent's own differences; the
   profile separates the launcher's part.
 
+Every arm runs its agent through a timed wrapper (`timed_agent`: a script named as the
+agent that writes when the agent started and ended), so each run splits into the agent's
+own time and the time outside it. A one-turn run of these CLIs varies by ±300 ms from
+run to run, which a difference of whole runs has to average away (a paired median over
+60 rounds still moves by ±50–80 ms, its bootstrap interval shown); the time outside the
+agent is what the launcher adds, measured to a few ms, and the agent's own time, amux
+minus bare, shows whether a launch changed how the agent runs (≈ 0 within its interval).
+
 Every run must exit 0, print the model's answer, and send the model the memory tools
 (the MCP agents) or the CLI protocol (Pi): the check that the arms are the same
-conversation with memory wired. Targets: B − A ≤ 100 ms per agent, C − B ≤ 50 ms
-(median of the per-round differences; the difference of the medians is shown too).
+conversation with memory wired. Targets: B − A ≤ 100 ms per agent, C − B ≤ 50 ms: the
+paired median of the time outside the agent, with the whole runs' paired median not
+above the target beyond its 95% interval (`report.agent_launch_targets`).
 
 The profile (`launch_profile.py`) runs B and C again in one process with timers around
 the launcher's steps and every Hub call; `amux run --dry-run` and `AGENT --version` are

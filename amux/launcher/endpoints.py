@@ -15,6 +15,7 @@ go through its proxies.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 from urllib.parse import SplitResult, urlsplit
@@ -58,7 +59,8 @@ def _asked_directly(parts: SplitResult, timeout: float) -> str | None:
         address = (parts.hostname or "", parts.port or 80)
         with socket.create_connection(address, timeout=timeout) as sock:
             sock.sendall(f"GET / HTTP/1.0\r\nHost: {parts.netloc}\r\n\r\n".encode())
-            if sock.recv(1):
+            if sock.recv(4096):
+                _read_out(sock)
                 return None
             reason = "it closed the connection without answering"
     except TimeoutError:
@@ -66,3 +68,13 @@ def _asked_directly(parts: SplitResult, timeout: float) -> str | None:
     except (OSError, ValueError) as error:
         reason = str(error)
     return f"nothing answers at {parts.scheme}://{parts.netloc} ({reason})"
+
+
+def _read_out(sock: socket.socket) -> None:
+    """The rest of a short answer, briefly: closing with it unread would reset the
+    connection under the server (which may log it as an error)."""
+    sock.settimeout(0.2)
+    with contextlib.suppress(OSError):
+        for _ in range(16):
+            if not sock.recv(4096):
+                return
