@@ -11,13 +11,15 @@ from amux.hub.api import HubApi, Request, Response
 from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
 from amux.memory import Store
+from amux.memory.history import History
 from amux.memory.scope import Identity, resolve_scope
 
 
 class Hub:
-    """A HubApi with an owner, alice and bob, memory on, and helpers to call it."""
+    """A HubApi with an owner, alice and bob, memory on (and `history`, when given), and
+    helpers to call it."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, history: History | None = None) -> None:
         self.config = ConfigFile(home)
         self.config.set("memory.enabled", "true")
         self.registry = Registry(home)
@@ -26,7 +28,7 @@ class Hub:
         self.owner = owner.token
         self.alice = self.registry.add("alice").token
         self.bob = self.registry.add("bob").token
-        self.store = Store(home / "memory")
+        self.store = Store(home / "memory", history=history)
         self.api = HubApi(self.store, self.registry, self.config)
 
     def call(self, path: str, token: str | None, body: object = None, *,
