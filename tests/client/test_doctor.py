@@ -102,7 +102,8 @@ def test_every_planted_case_in_its_category_and_nothing_else(memory_hub: HubProc
     quota = {row["quota"]: row for row in out["quota"]}
     assert set(quota) == {"entry_bytes", "entry_lines", "document_bytes", "scope_documents",
                           "scope_bytes", "search_scan_bytes", "search_scan_entries",
-                          "path_bytes", "segment_bytes"}
+                          "path_bytes", "segment_bytes", "history_bytes"}
+    assert 0 <= quota["history_bytes"]["used"] < quota["history_bytes"]["limit"]
     assert quota["document_bytes"]["path"] == "reference/large.md"
     assert quota["scope_documents"]["used"] == 16
     assert snapshot(scope) == before  # read-only: not a byte or a timestamp changed
