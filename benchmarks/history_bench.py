@@ -1,13 +1,10 @@
 """What memory history costs (issue 24): writes with it on and off, and reading a long one.
 
-    python -m benchmarks.history_bench [--writes N] [--changes N] [--json FILE]
+    python -m benchmarks.history_bench [--changes N] [--json FILE]
 
-- **Writes.** `Store.upsert` of a 3 KiB document, back to back, without history and with
-  it (as the Hub keeps it: `History` under the same temp AMUX_HOME), against the raw
-  durable floor (temp, write, fsync, rename, fsync of the directory) measured in the same
-  run, interleaved. Two shapes with history: the same document again and again (each
-  write waits for the previous write's commit: the rule that keeps every acknowledged
-  version, docs/store.md "History") and ten documents in turn.
+Writes with history on and off against the durable floor are rows of `python -m
+benchmarks` (benchmarks/write_bench.py). Here:
+
 - **One commit**, as the writer thread makes it, split into its blob, its trees and the
   commit with its ref, with libgit2's fsync on (as the Hub runs) and off.
 - **Reading.** A Hub whose global scope has `--changes` changes (made through the store,
@@ -33,68 +30,6 @@ from benchmarks import timing
 from benchmarks.hub_bench import amux_command, hub_process
 
 SIZE = 3 * 1024
-_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-
-
-def _texts() -> list[str]:
-    return [(f"{letter} " * (SIZE // 2))[: SIZE - 1] + "\n" for letter in "ab"]
-
-
-def _floor(directory: Path, data: bytes) -> None:
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        fd = os.open(".floor-tmp", _TEMP_FLAGS, 0o600, dir_fd=dir_fd)
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.rename(".floor-tmp", "floor.bin", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def bench_writes(work: Path, writes: int) -> dict[str, Any]:
-    """Upsert p50 per shape against the durable floor (interleaved per round)."""
-    from amux.memory import GLOBAL, Store
-    from amux.memory.history import Author, History
-
-    texts = _texts()
-    shapes = {"no history": (False, 1), "history, same document": (True, 1),
-              "history, 10 documents in turn": (True, 10)}
-    samples: dict[str, list[float]] = {name: [] for name in [*shapes, "durable floor"]}
-    stores = {}
-    for name, (kept, _) in shapes.items():
-        home = work / name.replace(" ", "-").replace(",", "")
-        history = History(home / "history") if kept else None
-        stores[name] = (Store(home / "memory", exclusive=True, history=history), history, {})
-    (work / "floor").mkdir()
-    try:
-        for index in range(writes + 10):
-            for name, (_, documents) in shapes.items():
-                store, _, revisions = stores[name]
-                path = f"d{index % documents}.md"
-                text = texts[(index // documents) % 2]
-                started = time.perf_counter()
-                revisions[path] = store.upsert(GLOBAL, path, text,
-                                               revisions.get(path, "absent"),
-                                               Author("bench"))["revision"]
-                if index >= 10:
-                    samples[name].append(time.perf_counter() - started)
-            started = time.perf_counter()
-            _floor(work / "floor", texts[index % 2].encode())
-            if index >= 10:
-                samples["durable floor"].append(time.perf_counter() - started)
-    finally:
-        for store, history, _ in stores.values():
-            if history is not None:
-                history.close()
-            store.close()
-    floor = statistics.median(samples["durable floor"])
-    return {name: {**timing.summarize(values),
-                   "ratio_to_floor": round(statistics.median(values) / floor, 2)}
-            for name, values in samples.items()}
 
 
 def bench_commit(work: Path, commits: int) -> dict[str, Any]:
@@ -172,7 +107,6 @@ def bench_log(work: Path, changes: int, runs: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.history_bench",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--writes", type=int, default=300, help="upserts per shape")
     parser.add_argument("--commits", type=int, default=200, help="commits per fsync setting")
     parser.add_argument("--changes", type=int, default=10_000, help="changes in the log's history")
     parser.add_argument("--log-runs", type=int, default=20, help="CLI runs per log command")
@@ -181,7 +115,6 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="amux-history-bench-"))
     load = timing.load_average()
     result = {"machine": {**timing.machine_info(work), "load_average_start": load},
-              "writes": bench_writes(work, args.writes),
               "commit_ms": bench_commit(work, args.commits),
               "log": bench_log(work, args.changes, args.log_runs),
               "command": " ".join(["python -m benchmarks.history_bench",
@@ -190,8 +123,6 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(result, indent=1)
     if args.json is not None:
         args.json.write_text(text + "\n")
-    for name, row in result["writes"].items():
-        print(f"{name:32s} p50 {row['p50_ms']:7.3f} ms  {row['ratio_to_floor']:5.2f}× floor")
     for setting, parts in result["commit_ms"].items():
         print(f"one commit, {setting}: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
               + " ms")

@@ -38,7 +38,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pygit2
@@ -58,6 +58,15 @@ OPERATIONS = ("create", "update", "forget", "restore", "hand edit")
 HAND_EDIT = "hand edit"
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
 DEFAULT_KEEP_SECONDS = 365 * 86400.0
+IDLE_SECONDS = 0.05
+"""The writer commits once no write came for this long (or when someone waits for it):
+a burst of writes is not slowed by commits made between them (docs/store.md)."""
+BACKLOG_MAX = 256
+"""Past this many changes waiting, the writer commits even while writes keep coming (so
+what waits in memory stays bounded: at most 256 documents of at most 64 KiB)."""
+KEEP_PREFIX = ".amux-keep-"
+"""`.amux-keep-<revision>-<name>`: a document's earlier version, hard-linked beside it
+until history has it (`Store` makes them, the writer releases them)."""
 ENFORCE_EVERY = 256
 """Retention is checked for a scope at the Hub's start and after this many commits."""
 LOG_DEFAULT_LIMIT = 50
@@ -97,6 +106,44 @@ _GIT_LOCKS = ("HEAD.lock", "refs/heads/main.lock", "packed-refs.lock", "config.l
 and every later commit would fail on them."""
 
 
+class Logged(NamedTuple):
+    """One change as `log` shows it (its commit's trailers), kept in memory per scope."""
+
+    commit: str
+    at: float
+    path: str
+    operation: str
+    revision: str
+    size: int
+    principal: str | None
+    agent: str | None
+    session: str | None
+
+    @classmethod
+    def of(cls, commit: pygit2.Commit) -> Logged:
+        facts = _facts(commit.message)
+        return cls(str(commit.id), float(facts.get("time", commit.commit_time)),
+                   facts.get("path", ""), facts.get("operation", ""),
+                   facts.get("revision", ""), int(facts.get("size", "0")),
+                   facts.get("principal"), facts.get("agent"), facts.get("session"))
+
+    def to_wire(self) -> dict[str, Any]:
+        from amux.memory.read import rfc3339
+
+        return {"at": rfc3339(self.at), "path": self.path, "operation": self.operation,
+                "revision": self.revision, "bytes": self.size, "principal": self.principal,
+                "agent": self.agent, "session": self.session, "commit": self.commit}
+
+
+class _Queued(NamedTuple):
+    scope: Scope
+    change: Change
+    ensure: bool = False
+    """Commit only if history's newest version of the path is not these bytes."""
+    release: Callable[[], None] | None = None
+    """Run once the change is in history (a kept earlier version unlinked)."""
+
+
 class _Repo:
     """One scope's repository; every use holds `lock` (libgit2 objects are not shared
     between threads)."""
@@ -104,6 +151,7 @@ class _Repo:
     def __init__(self, path: Path, lock: threading.RLock | None = None) -> None:
         self.lock = lock or threading.RLock()
         """The scope's, kept across the rebuilds that replace this object (`History`)."""
+        self._logged: list[Logged] | None = None
         rebuilt = path.with_name(path.name + ".rebuilt")
         purged = path.with_name(path.name + ".purged")
         if purged.exists():  # a purge was cut off after setting the old one aside
@@ -137,6 +185,20 @@ class _Repo:
         except KeyError:
             return None
 
+    def logged(self) -> list[Logged]:
+        """Every change, newest first: read from the commits once (10,000 changes: ~150 ms),
+        then kept up to date by `commit`, so `log` costs what it returns."""
+        if self._logged is None:
+            head = self.head()
+            self._logged = [] if head is None else [
+                Logged.of(commit)  # parent order as it goes, no sort of the whole history
+                for commit in self.git.walk(head.id, pygit2.enums.SortMode.NONE)]
+        return self._logged
+
+    def versions(self) -> set[tuple[str, str]]:
+        """(path, revision) of every version history holds."""
+        return {(change.path, change.revision) for change in self.logged()}
+
     def paths(self) -> dict[str, pygit2.Oid]:
         """Every document of the newest commit and its blob."""
         head = self.head()
@@ -162,8 +224,12 @@ class _Repo:
         name = change.author.principal or HAND_EDIT
         signature = pygit2.Signature(name, f"{name.replace(' ', '-')}@amux",
                                      int(change.at), 0)
-        self.git.create_commit("HEAD", signature, signature, _message(change), tree,
-                               [] if head is None else [head.id])
+        made = self.git.create_commit("HEAD", signature, signature, _message(change), tree,
+                                      [] if head is None else [head.id])
+        if self._logged is not None:
+            commit = self.git[made]
+            assert isinstance(commit, pygit2.Commit)
+            self._logged.insert(0, Logged.of(commit))
 
 
     def changes(self) -> Iterator[tuple[pygit2.Commit, bytes | None]]:
@@ -309,7 +375,9 @@ class History:
             os.close(self._root_fd)
         self._repos: dict[tuple[str, ...], _Repo] = {}
         self._guard = threading.Lock()
-        self._queue: collections.deque[tuple[Scope, Change]] = collections.deque()
+        self._queue: collections.deque[_Queued] = collections.deque()
+        self._urgent = 0  # callers waiting for the writer: it does not wait to be idle
+        self._last_record = time.monotonic()
         self._pending: collections.Counter[tuple[tuple[str, ...], str]] = collections.Counter()
         self._changed = threading.Condition()
         self._closed = False
@@ -330,13 +398,19 @@ class History:
 
     def record(self, scope: Scope, change: Change) -> None:
         """Commit `change` behind the write that made it (the writer thread)."""
-        with self._changed:
-            self._queue.append((scope, change))
-            self._pending[scope.directory, change.path] += 1
-            self._changed.notify_all()
+        self._enqueue(_Queued(scope, change))
+
+    def ensure(self, scope: Scope, path: str, current: bytes,
+               release: Callable[[], None]) -> None:
+        """`current`, the bytes `path` had before a write replaced or removed them, goes
+        into history if it lacks them (a hand edit); `release` runs once it has them. The
+        caller has kept them safe meanwhile (a hard link `Store` made)."""
+        self._enqueue(_Queued(scope, Change(HAND_EDIT, path, current, NOBODY, self.clock()),
+                              ensure=True, release=release))
 
     def keep(self, scope: Scope, path: str, current: bytes | None) -> None:
-        """Before `path` is replaced or removed: its `current` bytes are committed."""
+        """Before `path` is replaced or removed: its `current` bytes are committed (for a
+        write that cannot keep them by a link: `ensure`)."""
         if current is None:
             return
         self._wait_for(lambda: not self._pending[scope.directory, path])
@@ -345,15 +419,30 @@ class History:
             if repo.blob_id(path) != pygit2.hash(current):
                 repo.commit(Change(HAND_EDIT, path, current, NOBODY, self.clock()))
 
-    def catch_up(self, scope: Scope, documents: Mapping[str, bytes]) -> int:
+    def _enqueue(self, item: _Queued) -> None:
+        with self._changed:
+            self._queue.append(item)
+            self._pending[item.scope.directory, item.change.path] += 1
+            self._last_record = time.monotonic()
+            self._changed.notify_all()
+
+    def catch_up(self, scope: Scope, documents: Mapping[str, bytes],
+                 kept: Sequence[tuple[str, bytes]] = ()) -> int:
         """Record as hand edits how the scope's `documents` (path → bytes, all of them)
-        differ from its history; the number recorded. The caller holds the scope's write
+        differ from its history, after the earlier versions a crash left `kept` (path,
+        bytes) that history lacks; the number recorded. The caller holds the scope's write
         lock, so nothing changes the documents meanwhile."""
         self._wait_for(lambda: not any(key[0] == scope.directory for key in self._pending))
         repo = self.repository(scope)
         now = self.clock()
         recorded = 0
         with repo.lock:
+            versions = repo.versions() if kept else set()
+            for path, data in kept:
+                if (path, revision_of(data)) not in versions:
+                    repo.commit(Change(HAND_EDIT, path, data, NOBODY, now))
+                    versions.add((path, revision_of(data)))
+                    recorded += 1
             known = repo.paths()
             for path, data in sorted(documents.items()):
                 if known.get(path) != pygit2.hash(data):
@@ -382,34 +471,60 @@ class History:
 
     def _wait_for(self, done: Callable[[], bool]) -> None:
         with self._changed:
-            while not done():
-                self._changed.wait()
+            self._urgent += 1
+            self._changed.notify_all()
+            try:
+                while not done():
+                    self._changed.wait()
+            finally:
+                self._urgent -= 1
 
     def _write_behind(self) -> None:
         while True:
             with self._changed:
-                while not self._queue and not self._closed:
-                    self._changed.wait()
-                if not self._queue:
-                    return
-                scope, change = self._queue[0]
-            repo = self.repository(scope)
-            try:
-                with repo.lock:
-                    repo.commit(change)
-                self._since_enforced[scope.directory] += 1
-                if self._since_enforced[scope.directory] >= ENFORCE_EVERY:
-                    self._since_enforced[scope.directory] = 0
-                    self.enforce(scope)
-            except (OSError, pygit2.GitError):  # full disk: the next `keep` commits it
-                log.exception("memory history: could not commit %s", change.path)
+                while True:
+                    if not self._queue:
+                        if self._closed:
+                            return
+                        self._changed.wait()
+                        continue
+                    quiet = time.monotonic() - self._last_record
+                    if (self._urgent or self._closed or quiet >= IDLE_SECONDS
+                            or len(self._queue) >= BACKLOG_MAX):
+                        break
+                    self._changed.wait(IDLE_SECONDS - quiet)
+                batch = list(self._queue)
+            kept = [item for item in batch if self._commit(item)]
+            for item in kept:  # each commit is durable when made (fsync on)
+                if item.release is not None:
+                    with contextlib.suppress(OSError):
+                        item.release()
             with self._changed:
-                self._queue.popleft()
-                key = scope.directory, change.path
-                self._pending[key] -= 1
-                if not self._pending[key]:
-                    del self._pending[key]
+                for item in batch:
+                    self._queue.popleft()
+                    key = item.scope.directory, item.change.path
+                    self._pending[key] -= 1
+                    if not self._pending[key]:
+                        del self._pending[key]
                 self._changed.notify_all()
+
+    def _commit(self, item: _Queued) -> bool:
+        """Commit one queued change; whether history has it now."""
+        repo = self.repository(item.scope)
+        try:
+            with repo.lock:
+                if item.ensure and repo.blob_id(item.change.path) == pygit2.hash(
+                        item.change.data or b""):
+                    return True
+                repo.commit(item.change)
+            self._since_enforced[item.scope.directory] += 1
+            if self._since_enforced[item.scope.directory] >= ENFORCE_EVERY:
+                self._since_enforced[item.scope.directory] = 0
+                self.enforce(item.scope)
+        except (OSError, pygit2.GitError):  # full disk: a kept version stays kept
+            log.exception("memory history: could not commit %s", item.change.path)
+            return False
+        return True
 
     def purge(self, scope: Scope, path: str, revision: str | None,
               current: bytes | None) -> int:
@@ -480,43 +595,29 @@ class History:
     def log(self, scope: Scope, path: str | None = None, since: float | None = None,
             limit: int = LOG_DEFAULT_LIMIT) -> list[dict[str, Any]]:
         """The scope's changes, newest first: of `path` only, from `since` on."""
+        self.flush()
+        repo = self.repository(scope)
         entries = []
-        for commit, facts in self._commits(scope):
-            at = float(facts.get("time", commit.commit_time))
-            if since is not None and at < since:
-                break
-            if path is not None and facts.get("path") != path:
-                continue
-            entries.append(_entry(commit, facts, at))
-            if len(entries) == limit:
-                break
+        with repo.lock:
+            for change in repo.logged():
+                if since is not None and change.at < since:
+                    break
+                if path is None or change.path == path:
+                    entries.append(change.to_wire())
+                    if len(entries) == limit:
+                        break
         return entries
 
     def show(self, scope: Scope, path: str, revision: str) -> bytes | None:
         """The bytes `path` had at `revision`; None when history has no such version."""
-        for commit, facts in self._commits(scope):
-            if facts.get("path") == path and facts.get("revision") == revision:
-                blob = commit.tree[path]
-                assert isinstance(blob, pygit2.Blob)
-                return blob.data
-        return None
-
-    def _commits(self, scope: Scope) -> Iterator[tuple[pygit2.Commit, dict[str, str]]]:
+        self.flush()
         repo = self.repository(scope)
         with repo.lock:
-            head = repo.head()
-            if head is None:
-                return
-            walk = repo.git.walk(head.id, pygit2.enums.SortMode.TOPOLOGICAL)
-            for commit in walk:
-                yield commit, _facts(commit.message)
-
-
-def _entry(commit: pygit2.Commit, facts: dict[str, str], at: float) -> dict[str, Any]:
-    from amux.memory.read import rfc3339
-
-    return {"at": rfc3339(at), "path": facts.get("path"), "operation": facts.get("operation"),
-            "revision": facts.get("revision"), "bytes": int(facts.get("size", "0")),
-            "principal": facts.get("principal"), "agent": facts.get("agent"),
-            "session": facts.get("session"), "commit": str(commit.id)}
-
+            for change in repo.logged():
+                if change.path == path and change.revision == revision:
+                    commit = repo.git[change.commit]
+                    assert isinstance(commit, pygit2.Commit)
+                    blob = commit.tree[path]
+                    assert isinstance(blob, pygit2.Blob)
+                    return blob.data
+        return None

@@ -14,11 +14,13 @@ by two processes at once: that is what the exclusive root lock is for.
 from __future__ import annotations
 
 import builtins
+import functools
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from amux.memory.errors import (
     RevisionConflict,
 )
 from amux.memory.history import (
+    KEEP_PREFIX,
     LOG_DEFAULT_LIMIT,
     LOG_MAX_LIMIT,
     NOBODY,
@@ -39,7 +42,12 @@ from amux.memory.history import (
     Change,
     History,
 )
-from amux.memory.limits import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, SCAN_MAX_DIR_ENTRIES
+from amux.memory.limits import (
+    LIST_DEFAULT_LIMIT,
+    LIST_MAX_LIMIT,
+    SCAN_MAX_DIR_ENTRIES,
+    SEGMENT_MAX_BYTES,
+)
 from amux.memory.paths import LogicalPath, validate_path, validate_prefix
 from amux.memory.quota import ScopeUsage
 from amux.memory.revision import ABSENT, RecentRevisions, check_expected, revision_of
@@ -244,7 +252,8 @@ class Store:
 
     def catch_up_history(self) -> int:
         """Record as hand edits what changed in every scope while history did not watch
-        (at the Hub's start); the number of changes recorded."""
+        (at the Hub's start), after the earlier versions a crash left kept beside their
+        documents; the number of changes recorded."""
         history = self._history()
         recorded = 0
         for scope in self._scopes():
@@ -255,8 +264,45 @@ class Store:
                         read_back = found.read()
                         if read_back is not None:
                             documents[found.path] = read_back[0]
-                recorded += history.catch_up(scope, documents)
+                kept = _kept_versions(self.root.joinpath(*scope.directory))
+                recorded += history.catch_up(scope, documents, [(path, data) for path, data, _
+                                                                 in kept])
+                for _, _, file in kept:
+                    file.unlink(missing_ok=True)
         return recorded
+
+    def _keep(self, scope: Scope, logical: LogicalPath, parent: int,
+              old: bytes | None) -> None:
+        """Before `old`, the document's bytes, are replaced or removed: a hard link to them
+        beside it until history has them (`History.ensure`), made durable by the write's own
+        directory fsync; for a name too long to make one, committed now (`History.keep`)."""
+        history = self.history
+        if history is None or old is None:
+            return
+        keep = f"{KEEP_PREFIX}{revision_of(old)}-{logical.name}"
+        if len(os.fsencode(keep)) <= SEGMENT_MAX_BYTES:  # else no such name can exist
+            try:
+                os.link(logical.name, keep, src_dir_fd=parent, dst_dir_fd=parent,
+                        follow_symlinks=False)
+            except FileExistsError:
+                pass  # this very version, kept already
+            except OSError:  # a file system without hard links
+                keep = ""
+            if keep:
+                history.ensure(scope, logical.text, old,
+                               functools.partial(self._release, scope, logical, keep))
+                return
+        history.keep(scope, logical.text, old)
+
+    def _release(self, scope: Scope, logical: LogicalPath, keep: str) -> None:
+        """History has the version `keep` held: the link goes."""
+        with self._scope_dir(scope, create=False) as scope_fd:
+            if scope_fd is None:
+                return
+            with fs.opened(_existing_parent(scope_fd, logical)) as parent:
+                if parent is not None:
+                    with suppress(FileNotFoundError):
+                        os.unlink(keep, dir_fd=parent)
 
     def _history(self) -> History:
         if self.history is None:
@@ -306,8 +352,7 @@ class Store:
                     parent = fs.open_dirs(scope_fd, logical.parents, logical.text, create=True)
                     assert parent is not None
                     stack.callback(os.close, parent)
-                if self.history is not None:
-                    self.history.keep(scope, logical.text, old)
+                self._keep(scope, logical, parent, old)
                 durable.write_atomic_at(parent, logical.name, data)
             if self.history is not None:
                 self.history.record(scope, Change(
@@ -334,8 +379,7 @@ class Store:
                 if parent is None or current is None:
                     return absent
                 self._check_revision(scope, logical, expected, current[0])
-                if self.history is not None:
-                    self.history.keep(scope, logical.text, current[0])
+                self._keep(scope, logical, parent, current[0])
                 durable.unlink_at(parent, logical.name)
                 self._recent.remember((scope.binding, logical.text), None)
                 if self.history is not None:
@@ -482,6 +526,29 @@ def _count(scope_fd: int | None) -> ScopeUsage:
         usage.documents += 1
         usage.bytes += size
     return usage
+
+
+def _kept_versions(scope_dir: Path) -> list[tuple[str, bytes, Path]]:
+    """The earlier versions a crash left kept beside their documents (`Store._keep`):
+    (the document's path, the kept bytes, the link), never following a link."""
+    found = []
+    for here, _, names in os.walk(scope_dir):
+        for name in names:
+            if not name.startswith(KEEP_PREFIX) or len(name) < len(KEEP_PREFIX) + 66:
+                continue
+            file = Path(here, name)
+            try:
+                fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+            except OSError:
+                continue
+            with os.fdopen(fd, "rb") as handle:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    continue
+                data = handle.read()
+            folder = os.path.relpath(here, scope_dir)
+            document = name[len(KEEP_PREFIX) + 65:]
+            found.append((document if folder == "." else f"{folder}/{document}", data, file))
+    return found
 
 
 def _prefix(path_prefix: object) -> tuple[str, ...]:

@@ -246,3 +246,42 @@ def test_a_history_over_its_size_drops_its_oldest_versions(home: Path) -> None:
         row = next(r for r in report["quota"] if r["quota"] == "history_bytes")
         assert row["limit"] == 400_000 and 0 < row["used"] <= 400_000
         history.close()
+
+
+def test_an_earlier_version_a_crash_left_kept_goes_into_history(home: Path) -> None:
+    """A write keeps the version it replaces as a hard link beside the document until
+    history has it; one a crash left behind is recorded (as a hand edit) at the next start
+    and removed, and no operation ever shows it."""
+    history = History(home / "history")
+    with Store(home / "memory", exclusive=True, history=history) as store:
+        store.upsert(GLOBAL, "notes/a.md", "agent's first\n", ABSENT, ALICE)
+        history.close()
+    folder = home / "memory" / "global" / "notes"
+    lost = b"acknowledged, never committed\n"
+    kept = folder / f".amux-keep-{revision_of(lost)}-a.md"
+    kept.write_bytes(lost)
+    (folder / "a.md").write_text("agent's third\n")
+    history = History(home / "history")
+    with Store(home / "memory", exclusive=True, history=history) as store:
+        assert [d["path"] for d in store.list(GLOBAL)["documents"]] == ["notes/a.md"]
+        assert store.search(GLOBAL, "acknowledged")["results"] == []
+        assert store.catch_up_history() == 2  # the kept version, then the document
+        assert store.version(GLOBAL, "notes/a.md", revision_of(lost)) == lost
+        assert not kept.exists()
+        history.close()
+
+
+def test_writes_in_a_burst_keep_each_version_and_leave_nothing_behind(kept: Store,
+                                                                      home: Path) -> None:
+    """Back-to-back writes of one document do not wait for history (each replaced version
+    is kept beside it meanwhile); once history catches up every version is in it and no
+    kept link is left."""
+    revision = ABSENT
+    written = []
+    for n in range(30):
+        text = f"version {n}\n"
+        revision = kept.upsert(GLOBAL, "a.md", text, revision, ALICE)["revision"]
+        written.append(revision)
+    log = changes(kept, path="a.md", limit=100)
+    assert [c["revision"] for c in log] == written[::-1]
+    assert sorted(p.name for p in (home / "memory" / "global").iterdir()) == ["a.md"]
