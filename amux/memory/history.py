@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import errno
 import functools
 import logging
 import os
@@ -417,7 +418,10 @@ class History:
         repo = self.repository(scope)
         with repo.lock:
             if repo.blob_id(path) != pygit2.hash(current):
-                repo.commit(Change(HAND_EDIT, path, current, NOBODY, self.clock()))
+                try:
+                    repo.commit(Change(HAND_EDIT, path, current, NOBODY, self.clock()))
+                except pygit2.GitError as error:  # a storage fault, said as one
+                    raise OSError(errno.EIO, f"memory history: {error}") from None
 
     def _enqueue(self, item: _Queued) -> None:
         with self._changed:

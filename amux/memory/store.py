@@ -14,6 +14,7 @@ by two processes at once: that is what the exclusive root lock is for.
 from __future__ import annotations
 
 import builtins
+import errno
 import functools
 import os
 import stat
@@ -286,7 +287,9 @@ class Store:
                         follow_symlinks=False)
             except FileExistsError:
                 pass  # this very version, kept already
-            except OSError:  # a file system without hard links
+            except OSError as error:
+                if error.errno not in _NO_LINKS:
+                    raise  # a full or read-only disk: the write itself would fail too
                 keep = ""
             if keep:
                 history.ensure(scope, logical.text, old,
@@ -526,6 +529,11 @@ def _count(scope_fd: int | None) -> ScopeUsage:
         usage.documents += 1
         usage.bytes += size
     return usage
+
+
+_NO_LINKS = frozenset({errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP,
+                       errno.EXDEV})
+"""A file system that makes no hard link here (`Store._keep` then commits instead)."""
 
 
 def _kept_versions(scope_dir: Path) -> list[tuple[str, bytes, Path]]:
