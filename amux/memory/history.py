@@ -428,7 +428,10 @@ class History:
             self._queue.append(item)
             self._pending[item.scope.directory, item.change.path] += 1
             self._last_record = time.monotonic()
-            self._changed.notify_all()
+            # A writer with changes waiting already sleeps until the writes pause: waking
+            # it on every write would only cost each write a thread switch.
+            if len(self._queue) == 1 or len(self._queue) >= BACKLOG_MAX:
+                self._changed.notify_all()
 
     def catch_up(self, scope: Scope, documents: Mapping[str, bytes],
                  kept: Sequence[tuple[str, bytes]] = ()) -> int:
