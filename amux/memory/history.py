@@ -210,28 +210,36 @@ class _Repo:
         return {entry.path: entry.id for entry in index}
 
     def commit(self, change: Change) -> None:
-        head = self.head()
-        index = pygit2.Index()
-        if head is not None:
-            index.read_tree(head.tree)
-        if change.data is None:
-            try:
-                index.remove(change.path)
-            except (OSError, KeyError):
-                return  # history already has it gone
-        else:
-            index.add(pygit2.IndexEntry(change.path, self.git.create_blob(change.data), _FILE))
-        tree = index.write_tree(self.git)
         name = change.author.principal or HAND_EDIT
         signature = pygit2.Signature(name, f"{name.replace(' ', '-')}@amux",
                                      int(change.at), 0)
-        made = self.git.create_commit("HEAD", signature, signature, _message(change), tree,
-                                      [] if head is None else [head.id])
-        if self._logged is not None:
+        made = self._append(change.path, change.data, signature, signature, _message(change),
+                            only_a_change=True)
+        if made is not None and self._logged is not None:
             commit = self.git[made]
             assert isinstance(commit, pygit2.Commit)
             self._logged.insert(0, Logged.of(commit))
 
+    def _append(self, path: str, data: bytes | None, author: pygit2.Signature,
+                committer: pygit2.Signature, message: str,
+                only_a_change: bool) -> pygit2.Oid | None:
+        """A commit on the newest one whose tree has `path` set to `data` (None: removed);
+        with `only_a_change`, none when that removes what is already gone."""
+        head = self.head()
+        index = pygit2.Index()
+        if head is not None:
+            index.read_tree(head.tree)
+        if data is None:
+            try:
+                index.remove(path)
+            except (OSError, KeyError):
+                if only_a_change:
+                    return None  # history already has it gone
+        else:
+            index.add(pygit2.IndexEntry(path, self.git.create_blob(data), _FILE))
+        return self.git.create_commit("HEAD", author, committer, message,
+                                      index.write_tree(self.git),
+                                      [] if head is None else [head.id])
 
     def changes(self) -> Iterator[tuple[pygit2.Commit, bytes | None]]:
         """Every commit, oldest first, with the bytes its change left at its path."""
@@ -252,18 +260,8 @@ class _Repo:
 
     def replay(self, commit: pygit2.Commit, data: bytes | None) -> None:
         """`commit`'s change made again on top of this repository (`History.purge`)."""
-        head = self.head()
-        index = pygit2.Index()
-        if head is not None:
-            index.read_tree(head.tree)
-        path = _facts(commit.message).get("path", "")
-        if data is None:
-            with contextlib.suppress(OSError, KeyError):
-                index.remove(path)
-        else:
-            index.add(pygit2.IndexEntry(path, self.git.create_blob(data), _FILE))
-        self.git.create_commit("HEAD", commit.author, commit.committer, commit.message,
-                               index.write_tree(self.git), [] if head is None else [head.id])
+        self._append(_facts(commit.message).get("path", ""), data, commit.author,
+                     commit.committer, commit.message, only_a_change=False)
 
 
 def _purged(commit: pygit2.Commit, data: bytes | None, path: str, revision: str | None,
