@@ -44,7 +44,7 @@ from pathlib import Path
 
 import pygit2
 
-from amux.memory import rootlock
+from amux.memory import gitpack, rootlock
 from amux.memory.revision import revision_of
 from amux.memory.scope import Scope
 from amux.typing_light import NamedTuple
@@ -70,12 +70,14 @@ KEEP_PREFIX = ".amux-keep-"
 until history has it (`Store` makes them, the writer releases them)."""
 ENFORCE_EVERY = 256
 """Retention is checked for a scope at the Hub's start and after this many commits."""
+PACKS_MAX = 16
+"""A scope's history merges its smallest packs into one when it has more than this."""
+BRANCH = "refs/heads/main"
 LOG_DEFAULT_LIMIT = 50
 LOG_MAX_LIMIT = 10_000
 TRAILER = "Amux-"
-_FILE = pygit2.enums.FileMode.BLOB
 
-pygit2.option(pygit2.enums.Option.ENABLE_FSYNC_GITDIR, True)  # a commit is durable when made
+pygit2.option(pygit2.enums.Option.ENABLE_FSYNC_GITDIR, True)  # a ref moved is durable
 
 
 class Author(NamedTuple):
@@ -122,8 +124,12 @@ class Logged(NamedTuple):
 
     @classmethod
     def of(cls, commit: pygit2.Commit) -> Logged:
-        facts = _facts(commit.message)
-        return cls(str(commit.id), float(facts.get("time", commit.commit_time)),
+        return cls.parse(str(commit.id), commit.message, commit.commit_time)
+
+    @classmethod
+    def parse(cls, commit: str, message: str, commit_time: int) -> Logged:
+        facts = _facts(message)
+        return cls(commit, float(facts.get("time", commit_time)),
                    facts.get("path", ""), facts.get("operation", ""),
                    facts.get("revision", ""), int(facts.get("size", "0")),
                    facts.get("principal"), facts.get("agent"), facts.get("session"))
@@ -168,6 +174,14 @@ class _Repo:
             path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             self.git = pygit2.init_repository(str(path), bare=True, initial_head="main")
             path.chmod(0o700)
+        self._pack_dir = path / "objects" / "pack"
+        self._packs_written = len(list(self._pack_dir.glob("pack-*.idx")))
+        """Packs at open, then one more per `save`: merged when over `PACKS_MAX`."""
+        self._dirs: dict[str, dict[str, tuple[bool, bytes]]] = {}
+        """Folder → its tree's entries, as the newest commit has them (`_entries`)."""
+        self._staged: dict[bytes, tuple[int, bytes]] = {}
+        self._staged_log: list[Logged] = []
+        self._staged_head: bytes | None = None
 
     def head(self) -> pygit2.Commit | None:
         if self.git.head_is_unborn:
@@ -176,19 +190,22 @@ class _Repo:
         assert isinstance(commit, pygit2.Commit)
         return commit
 
-    def blob_id(self, path: str) -> pygit2.Oid | None:
-        """The blob `path` has in the newest commit; None when absent."""
-        head = self.head()
-        if head is None:
-            return None
-        try:
-            return head.tree[path].id
-        except KeyError:
-            return None
+    def blob_id(self, path: str) -> bytes | None:
+        """The raw id of `path`'s blob in the newest commit, staged ones included; None
+        when absent."""
+        *parents, name = path.split("/")
+        entries = self._entries("")
+        for depth in range(len(parents)):
+            entry = entries.get(parents[depth])
+            if entry is None or not entry[0]:
+                return None
+            entries = self._entries("/".join(parents[:depth + 1]))
+        entry = entries.get(name)
+        return None if entry is None or entry[0] else entry[1]
 
     def logged(self) -> list[Logged]:
         """Every change, newest first: read from the commits once (10,000 changes: ~150 ms),
-        then kept up to date by `commit`, so `log` costs what it returns."""
+        then kept up to date by `save`, so `log` costs what it returns."""
         if self._logged is None:
             head = self.head()
             self._logged = [] if head is None else [
@@ -200,46 +217,139 @@ class _Repo:
         """(path, revision) of every version history holds."""
         return {(change.path, change.revision) for change in self.logged()}
 
-    def paths(self) -> dict[str, pygit2.Oid]:
-        """Every document of the newest commit and its blob."""
+    def paths(self) -> dict[str, bytes]:
+        """Every document of the newest commit and its blob's raw id."""
         head = self.head()
         if head is None:
             return {}
         index = pygit2.Index()
         index.read_tree(head.tree)
-        return {entry.path: entry.id for entry in index}
+        return {entry.path: entry.id.raw for entry in index}
 
-    def commit(self, change: Change) -> None:
+    # -- a batch of commits, staged in memory, then one pack (`gitpack`) ---------------
+
+    def stage(self, change: Change) -> None:
+        """`change` as a commit on the newest one, held in memory until `save`; none when
+        it removes what history has gone already."""
         name = change.author.principal or HAND_EDIT
-        signature = pygit2.Signature(name, f"{name.replace(' ', '-')}@amux",
-                                     int(change.at), 0)
-        made = self._append(change.path, change.data, signature, signature, _message(change),
-                            only_a_change=True)
-        if made is not None and self._logged is not None:
-            commit = self.git[made]
-            assert isinstance(commit, pygit2.Commit)
-            self._logged.insert(0, Logged.of(commit))
+        who = gitpack.signature(name, f"{name.replace(' ', '-')}@amux", int(change.at), 0)
+        message = _message(change)
+        made = self._append(change.path, change.data, who, who, message, only_a_change=True)
+        if made is not None:
+            self._staged_log.append(Logged.parse(made.hex(), message, int(change.at)))
 
-    def _append(self, path: str, data: bytes | None, author: pygit2.Signature,
-                committer: pygit2.Signature, message: str,
-                only_a_change: bool) -> pygit2.Oid | None:
-        """A commit on the newest one whose tree has `path` set to `data` (None: removed);
-        with `only_a_change`, none when that removes what is already gone."""
-        head = self.head()
-        index = pygit2.Index()
-        if head is not None:
-            index.read_tree(head.tree)
+    def replay(self, commit: pygit2.Commit, data: bytes | None) -> None:
+        """`commit`'s change made again on top of this repository (`History._rebuild`),
+        staged until `save`."""
+        def who(person: pygit2.Signature) -> bytes:
+            return gitpack.signature(person.name, person.email, person.time, person.offset)
+
+        self._append(_facts(commit.message).get("path", ""), data, who(commit.author),
+                     who(commit.committer), commit.message, only_a_change=False)
+
+    def save(self) -> None:
+        """Write what is staged as one durable pack and move the branch to its newest
+        commit; on a failure nothing staged is kept (the caller says what failed)."""
+        if self._staged_head is None:
+            return
+        try:
+            gitpack.write(self._pack_dir, self._staged)
+            self.git.references.create(BRANCH, pygit2.Oid(raw=self._staged_head), force=True)
+        except BaseException:
+            self.discard()
+            raise
+        if self._logged is not None:
+            self._logged[:0] = reversed(self._staged_log)
+        self._staged.clear()
+        self._staged_log.clear()
+        self._staged_head = None
+        self._packs_written += 1
+        if self._packs_written >= PACKS_MAX:
+            self._merge_packs()
+
+    def discard(self) -> None:
+        """Forget what is staged (the trees held in memory are read again as needed)."""
+        self._staged.clear()
+        self._staged_log.clear()
+        self._staged_head = None
+        self._dirs.clear()
+
+    def _append(self, path: str, data: bytes | None, author: bytes, committer: bytes,
+                message: str, only_a_change: bool) -> bytes | None:
+        """Stage a commit on the newest one whose tree has `path` set to `data` (None:
+        removed); with `only_a_change`, none when that removes what is already gone."""
+        *parents, name = path.split("/")
+        folders = ["/".join(parents[:depth]) for depth in range(len(parents) + 1)]
+        entries = [self._entries(folder) for folder in folders]
         if data is None:
-            try:
-                index.remove(path)
-            except (OSError, KeyError):
-                if only_a_change:
-                    return None  # history already has it gone
+            if entries[-1].pop(name, None) is None and only_a_change:
+                return None
         else:
-            index.add(pygit2.IndexEntry(path, self.git.create_blob(data), _FILE))
-        return self.git.create_commit("HEAD", author, committer, message,
-                                      index.write_tree(self.git),
-                                      [] if head is None else [head.id])
+            entries[-1][name] = (False, self._object(gitpack.BLOB, data))
+        for depth in range(len(parents), 0, -1):  # each folder's tree, deepest first
+            if entries[depth]:
+                entries[depth - 1][parents[depth - 1]] = (
+                    True, self._object(gitpack.TREE, gitpack.tree(entries[depth])))
+            else:
+                entries[depth - 1].pop(parents[depth - 1], None)  # git keeps no empty tree
+        root = self._object(gitpack.TREE, gitpack.tree(entries[0]))
+        parent = self._staged_head
+        if parent is None:
+            head = self.head()
+            parent = None if head is None else head.id.raw
+        made = self._object(gitpack.COMMIT, gitpack.commit(root, parent, author, committer,
+                                                           message))
+        self._staged_head = made
+        return made
+
+    def _object(self, kind: int, data: bytes) -> bytes:
+        raw = gitpack.object_id(kind, data)
+        self._staged[raw] = (kind, data)
+        return raw
+
+    def _entries(self, folder: str) -> dict[str, tuple[bool, bytes]]:
+        """The entries of `folder`'s tree as the newest commit (staged ones included) has
+        it, name → (is a tree, raw id); read from the repository the first time."""
+        entries = self._dirs.get(folder)
+        if entries is None:
+            raw: bytes | None = None
+            if not folder:
+                head = self.head()
+                raw = None if head is None else head.tree.id.raw
+            else:
+                parent, _, name = folder.rpartition("/")
+                entry = self._entries(parent).get(name)
+                raw = entry[1] if entry is not None and entry[0] else None
+            entries = {}
+            if raw is not None:
+                found = self.git[pygit2.Oid(raw=raw)]
+                assert isinstance(found, pygit2.Tree)
+                entries = {item.name or "": (item.type == pygit2.enums.ObjectType.TREE,
+                                             item.id.raw) for item in found}
+            self._dirs[folder] = entries
+        return entries
+
+    def _merge_packs(self) -> None:
+        """Merge the smallest packs into one (libgit2's pack builder, with deltas) while
+        there are more than `PACKS_MAX`: each object is merged again only when its pack
+        grew as large as others, so merging costs little per change."""
+        packs = sorted(self._pack_dir.glob("pack-*.idx"),
+                       key=lambda index: index.with_suffix(".pack").stat().st_size)
+        self._packs_written = len(packs)
+        if len(packs) <= PACKS_MAX:
+            return
+        merged = packs[:PACKS_MAX]
+        builder = pygit2.PackBuilder(self.git)
+        for index in merged:
+            for raw in gitpack.ids_in(index):
+                builder.add(pygit2.Oid(raw=raw))
+        builder.write(str(self._pack_dir))  # durable: libgit2's fsync is on
+        for index in merged:  # the index first: no reader finds a pack without objects
+            index.unlink()
+            index.with_suffix(".pack").unlink(missing_ok=True)
+            index.with_suffix(".rev").unlink(missing_ok=True)
+        self.git = pygit2.Repository(self.git.path)  # libgit2 forgets the removed packs
+        self._packs_written = len(packs) - len(merged) + 1
 
     def changes(self) -> Iterator[tuple[pygit2.Commit, bytes | None]]:
         """Every commit, oldest first, with the bytes its change left at its path."""
@@ -258,20 +368,15 @@ class _Repo:
             assert isinstance(blob, pygit2.Blob)
             yield commit, blob.data
 
-    def replay(self, commit: pygit2.Commit, data: bytes | None) -> None:
-        """`commit`'s change made again on top of this repository (`History.purge`)."""
-        self._append(_facts(commit.message).get("path", ""), data, commit.author,
-                     commit.committer, commit.message, only_a_change=False)
-
 
 def _purged(commit: pygit2.Commit, data: bytes | None, path: str, revision: str | None,
-            keep: pygit2.Oid | None) -> bool:
+            keep: bytes | None) -> bool:
     facts = _facts(commit.message)
     if facts.get("path") != path or data is None:
         return False
     if revision is not None:
         return facts.get("revision") == revision
-    return pygit2.hash(data) != keep
+    return gitpack.object_id(gitpack.BLOB, data) != keep
 
 
 def _newest(changes: list[tuple[pygit2.Commit, bytes | None]]) -> set[int]:
@@ -415,9 +520,10 @@ class History:
         self._wait_for(lambda: not self._pending[scope.directory, path])
         repo = self.repository(scope)
         with repo.lock:
-            if repo.blob_id(path) != pygit2.hash(current):
+            if repo.blob_id(path) != gitpack.object_id(gitpack.BLOB, current):
+                repo.stage(Change(HAND_EDIT, path, current, NOBODY, self.clock()))
                 try:
-                    repo.commit(Change(HAND_EDIT, path, current, NOBODY, self.clock()))
+                    repo.save()
                 except pygit2.GitError as error:  # a storage fault, said as one
                     raise OSError(errno.EIO, f"memory history: {error}") from None
 
@@ -445,17 +551,18 @@ class History:
             versions = repo.versions() if kept else set()
             for path, data in kept:
                 if (path, revision_of(data)) not in versions:
-                    repo.commit(Change(HAND_EDIT, path, data, NOBODY, now))
+                    repo.stage(Change(HAND_EDIT, path, data, NOBODY, now))
                     versions.add((path, revision_of(data)))
                     recorded += 1
             known = repo.paths()
             for path, data in sorted(documents.items()):
-                if known.get(path) != pygit2.hash(data):
-                    repo.commit(Change(HAND_EDIT, path, data, NOBODY, now))
+                if repo.blob_id(path) != gitpack.object_id(gitpack.BLOB, data):
+                    repo.stage(Change(HAND_EDIT, path, data, NOBODY, now))
                     recorded += 1
             for path in sorted(known.keys() - documents.keys()):
-                repo.commit(Change(HAND_EDIT, path, None, NOBODY, now))
+                repo.stage(Change(HAND_EDIT, path, None, NOBODY, now))
                 recorded += 1
+            repo.save()  # one pack, however many: a restart after a crash is not slowed
         self.enforce(scope)
         return recorded
 
@@ -499,8 +606,8 @@ class History:
                         break
                     self._changed.wait(IDLE_SECONDS - quiet)
                 batch = list(self._queue)
-            kept = [item for item in batch if self._commit(item)]
-            for item in kept:  # each commit is durable when made (fsync on)
+            kept = self._commit(batch)
+            for item in kept:  # in history, durably
                 if item.release is not None:
                     with contextlib.suppress(OSError):
                         item.release()
@@ -513,23 +620,34 @@ class History:
                         del self._pending[key]
                 self._changed.notify_all()
 
-    def _commit(self, item: _Queued) -> bool:
-        """Commit one queued change; whether history has it now."""
-        repo = self.repository(item.scope)
-        try:
-            with repo.lock:
-                if item.ensure and repo.blob_id(item.change.path) == pygit2.hash(
-                        item.change.data or b""):
-                    return True
-                repo.commit(item.change)
-            self._since_enforced[item.scope.directory] += 1
-            if self._since_enforced[item.scope.directory] >= ENFORCE_EVERY:
-                self._since_enforced[item.scope.directory] = 0
-                self.enforce(item.scope)
-        except (OSError, pygit2.GitError):  # full disk: a kept version stays kept
-            log.exception("memory history: could not commit %s", item.change.path)
-            return False
-        return True
+    def _commit(self, batch: list[_Queued]) -> list[_Queued]:
+        """Commit a batch of queued changes, one pack per scope; those history has now."""
+        scopes: dict[tuple[str, ...], list[_Queued]] = {}
+        for item in batch:
+            scopes.setdefault(item.scope.directory, []).append(item)
+        done: list[_Queued] = []
+        for items in scopes.values():
+            scope = items[0].scope
+            repo = self.repository(scope)
+            try:
+                with repo.lock:
+                    staged = 0
+                    for item in items:
+                        if not item.ensure or repo.blob_id(item.change.path) != \
+                                gitpack.object_id(gitpack.BLOB, item.change.data or b""):
+                            repo.stage(item.change)
+                            staged += 1
+                    repo.save()
+            except (OSError, pygit2.GitError):  # full disk: a kept version stays kept
+                log.exception("memory history: could not commit %d change(s) in %s",
+                              len(items), scope.binding)
+                continue
+            done += items
+            self._since_enforced[scope.directory] += staged
+            if self._since_enforced[scope.directory] >= ENFORCE_EVERY:
+                self._since_enforced[scope.directory] = 0
+                self.enforce(scope)
+        return done
 
     def purge(self, scope: Scope, path: str, revision: str | None,
               current: bytes | None) -> int:
@@ -538,7 +656,7 @@ class History:
         no object of theirs is left, packed or loose). The caller holds the scope's write
         lock."""
         self._wait_for(lambda: not any(key[0] == scope.directory for key in self._pending))
-        keep_id = None if current is None else pygit2.hash(current)
+        keep_id = None if current is None else gitpack.object_id(gitpack.BLOB, current)
         repo = self.repository(scope)
         with repo.lock:
             return self._rebuild(scope, repo, lambda changes: [
@@ -584,8 +702,11 @@ class History:
         rebuilt = where.with_name(where.name + ".rebuilt")
         _remove_tree(rebuilt)
         fresh = _Repo(rebuilt)
-        for commit, data in kept:
+        for number, (commit, data) in enumerate(kept, 1):
             fresh.replay(commit, data)
+            if number % BACKLOG_MAX == 0:  # a pack per so many: memory stays bounded
+                fresh.save()
+        fresh.save()
         aside = where.with_name(where.name + ".purged")
         os.rename(where, aside)
         os.rename(rebuilt, where)
