@@ -170,13 +170,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         recall_report = recall.check_recall(root, scope_dir, folded, recall_terms, rg)
         mark = phase("recall", mark)
 
-        _progress(f"writes: {reps.writes} runs per size and variant")
-        writes = write_bench.bench_writes(root, scope_dir, documents, reps.writes)
-        _progress("writes with memory history on")
-        with_history = write_bench.bench_writes(root, scope_dir, documents, reps.writes,
-                                                history=workdir / "history")
-        writes.update({label: row for label, row in with_history.items()
-                       if isinstance(row, dict)})
+        _progress(f"writes: {reps.writes} runs per size and variant, memory history off "
+                  "and on interleaved")
+        writes = write_bench.bench_writes(root, scope_dir, documents, reps.writes,
+                                          history=workdir / "history")
         mark = phase("writes", mark)
 
         eight = next(q for q in references if q.shape == "8 terms")

@@ -5,8 +5,9 @@
 Writes with history on and off against the durable floor are rows of `python -m
 benchmarks` (benchmarks/write_bench.py). Here:
 
-- **One commit**, as the writer thread makes it, split into its blob, its trees and the
-  commit with its ref, with libgit2's fsync on (as the Hub runs) and off.
+- **Commits**, per change, as the writer thread makes them: batches of 1, 16 and 256
+  changes, each one durable pack; and libgit2 writing loose objects, each fsynced (how
+  history committed before its packs).
 - **Reading.** A Hub whose global scope has `--changes` changes (made through the store,
   then the Hub started on them): `amux memory log` (the newest 50) and `amux memory log
   PATH` of a document changed once, at the start (the whole history walked), through the
@@ -33,36 +34,47 @@ SIZE = 3 * 1024
 
 
 def bench_commit(work: Path, commits: int) -> dict[str, Any]:
-    """One commit's parts with libgit2's fsync on and off (ms, medians)."""
+    """ms per change: history's writer committing batches of 1, 16 and 256 changes (one
+    pack each, amux/memory/gitpack.py), against libgit2 writing each commit's objects
+    loose, each fsynced (how history committed before; medians)."""
     import pygit2
 
+    from amux.memory import GLOBAL
+    from amux.memory.history import Author, Change, History
+
     result: dict[str, Any] = {}
-    for fsync in (True, False):
-        pygit2.option(pygit2.enums.Option.ENABLE_FSYNC_GITDIR, fsync)
-        repo = pygit2.init_repository(str(work / f"commit-{fsync}.git"), bare=True)
-        signature = pygit2.Signature("bench", "bench@amux", 0, 0)
-        head = None
-        parts: dict[str, list[float]] = {"blob": [], "trees": [], "commit and ref": []}
-        for n in range(commits):
-            started = time.perf_counter()
-            blob = repo.create_blob(os.urandom(SIZE // 2).hex().encode())
-            blobbed = time.perf_counter()
-            index = pygit2.Index()
-            if head is not None:
-                index.read_tree(repo[head].tree)
-            index.add(pygit2.IndexEntry(f"notes/d{n % 10}.md", blob,
-                                        pygit2.enums.FileMode.BLOB))
-            tree = index.write_tree(repo)
-            treed = time.perf_counter()
-            head = repo.create_commit("HEAD", signature, signature, "bench\n", tree,
-                                      [] if head is None else [head])
-            done = time.perf_counter()
-            for part, seconds in (("blob", blobbed - started), ("trees", treed - blobbed),
-                                  ("commit and ref", done - treed)):
-                parts[part].append(seconds)
-        result["fsync on" if fsync else "fsync off"] = {
-            part: round(statistics.median(values) * 1000, 3) for part, values in parts.items()}
-    pygit2.option(pygit2.enums.Option.ENABLE_FSYNC_GITDIR, True)
+    history = History(work / "batches")
+    try:
+        for size in (1, 16, 256):
+            per_change = []
+            for round_number in range(max(3, commits // size)):
+                changes = [Change("update", f"notes/d{n % 10}.md",
+                                  os.urandom(SIZE // 2).hex().encode(), Author("bench"),
+                                  time.time()) for n in range(size)]
+                started = time.perf_counter()
+                for change in changes:
+                    history.record(GLOBAL, change)
+                history.flush()
+                per_change.append((time.perf_counter() - started) / size)
+                del round_number
+            result[f"batch of {size}"] = round(statistics.median(per_change) * 1000, 3)
+    finally:
+        history.close()
+    repo = pygit2.init_repository(str(work / "loose.git"), bare=True)
+    signature = pygit2.Signature("bench", "bench@amux", 0, 0)
+    head = None
+    samples = []
+    for n in range(commits):
+        started = time.perf_counter()
+        blob = repo.create_blob(os.urandom(SIZE // 2).hex().encode())
+        index = pygit2.Index()
+        if head is not None:
+            index.read_tree(repo[head].tree)
+        index.add(pygit2.IndexEntry(f"notes/d{n % 10}.md", blob, pygit2.enums.FileMode.BLOB))
+        head = repo.create_commit("HEAD", signature, signature, "bench\n",
+                                  index.write_tree(repo), [] if head is None else [head])
+        samples.append(time.perf_counter() - started)
+    result["libgit2 loose objects, fsync on"] = round(statistics.median(samples) * 1000, 3)
     return result
 
 
@@ -107,7 +119,7 @@ def bench_log(work: Path, changes: int, runs: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.history_bench",
                                      description=__doc__.split("\n\n")[0])
-    parser.add_argument("--commits", type=int, default=200, help="commits per fsync setting")
+    parser.add_argument("--commits", type=int, default=200, help="changes per batch size")
     parser.add_argument("--changes", type=int, default=10_000, help="changes in the log's history")
     parser.add_argument("--log-runs", type=int, default=20, help="CLI runs per log command")
     parser.add_argument("--json", type=Path, default=None)
@@ -123,9 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(result, indent=1)
     if args.json is not None:
         args.json.write_text(text + "\n")
-    for setting, parts in result["commit_ms"].items():
-        print(f"one commit, {setting}: " + ", ".join(f"{k} {v:.2f}" for k, v in parts.items())
-              + " ms")
+    for setting, ms in result["commit_ms"].items():
+        print(f"commit, {setting}: {ms:.2f} ms per change")
     log = result["log"]
     for name in ("log (newest 50)", "log once.md (whole history)", "python3 -c pass"):
         print(f"{name:32s} p50 {log[name]['p50_ms']:7.1f} ms  ({log['changes']} changes)")

@@ -112,20 +112,34 @@ def bench_writes(root: Path, scope_dir: Path, documents: list[tuple[str, bytes]]
 
     source = b"\n".join(data for _path, data in documents[:64])
     report: dict[str, Any] = {"runs": runs, "warmup": WARMUP}
-    kept = None if history is None else History(history)
-    store = Store(root, exclusive=True, history=kept)  # as the Hub opens it
+    targets = _pick_targets(documents)
+    kept = twin = None
+    if history is not None:  # a second root on the same disk, its store keeping history
+        twin_root = history.parent / "memory-history"
+        for _, path, _ in targets:
+            copy = twin_root.joinpath(*GLOBAL.directory, path)
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            copy.write_bytes((scope_dir / path).read_bytes())
+        kept = History(history)
+        twin = Store(twin_root, exclusive=True, history=kept)  # as the Hub opens it
+    store = Store(root, exclusive=True)
     try:
-        for label, path, size in _pick_targets(documents):
+        for label, path, size in targets:
             if label.endswith("+ 1 line"):
                 base = exact_text(source, size, len(source) // 3)
                 contents = [base, base + APPENDED]
             else:
                 contents = [exact_text(source, size, offset)
                             for offset in (0, len(source) // 2)]
-            row = _bench_one(store, scope_dir, path, contents, runs)
-            row["target"] = TARGETS[label]
-            report[label if kept is None else f"{label}, history on"] = row
+            rows = _bench_one(store, scope_dir, path, contents, runs, twin)
+            for row in rows.values():
+                row["target"] = TARGETS[label]
+            report[label] = rows["off"]
+            if "on" in rows:
+                report[f"{label}, history on"] = rows["on"]
     finally:
+        if twin is not None:
+            twin.close()
         if kept is not None:
             kept.close()
         store.close()
@@ -133,7 +147,9 @@ def bench_writes(root: Path, scope_dir: Path, documents: list[tuple[str, bytes]]
 
 
 def _bench_one(store: Store, scope_dir: Path, path: str, contents: list[str],
-               runs: int) -> dict[str, Any]:
+               runs: int, twin: Store | None = None) -> dict[str, dict[str, Any]]:
+    """Rows "off" and, with a `twin` store keeping history, "on": its upserts of the same
+    contents interleaved with the others, against the same floor samples."""
     encoded = [text.encode() for text in contents]
     target = scope_dir / path
     dir_fd = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -163,9 +179,21 @@ def _bench_one(store: Store, scope_dir: Path, path: str, contents: list[str],
     def plain() -> None:
         _write_floor(dir_fd, plain_name, encoded[iteration % 2], durable=False)
 
+    twin_revision = revision
+    twin_upserts = 0
+
+    def ours_with_history() -> None:
+        nonlocal twin_revision, twin_upserts
+        assert twin is not None
+        response = twin.upsert(GLOBAL, path, contents[twin_upserts % 2], twin_revision)
+        twin_revision = response["revision"]
+        twin_upserts += 1
+
     variants: list[tuple[str, Callable[[], None]]] = [
         ("upsert", ours), ("upsert_bytes", ours_bytes), ("durable_floor", floor),
         ("plain_write", plain)]
+    if twin is not None:
+        variants.append(("upsert_history", ours_with_history))
     samples: dict[str, list[float]] = {label: [] for label, _ in variants}
     try:
         for iteration in range(WARMUP + runs):
@@ -178,15 +206,32 @@ def _bench_one(store: Store, scope_dir: Path, path: str, contents: list[str],
             os.unlink(name, dir_fd=dir_fd)
     finally:
         os.close(dir_fd)
+    rows = {"off": _row(samples, "upsert", path, encoded, contents)}
+    if twin is not None:
+        on = _row(samples, "upsert_history", path, encoded, contents)
+        on["history_vs_off_paired_median"] = round(statistics.median(
+            [a / b for a, b in zip(samples["upsert_history"], samples["upsert"],
+                                   strict=True)]), 3)
+        rows["on"] = on
+    return rows
+
+
+def _row(samples: dict[str, list[float]], upsert: str, path: str, encoded: list[bytes],
+         contents: list[str]) -> dict[str, Any]:
+    """One table row: the `upsert` variant's samples against the floors'."""
     paired = [ours_s / floor_s for ours_s, floor_s
-              in zip(samples["upsert"], samples["durable_floor"], strict=True)]
+              in zip(samples[upsert], samples["durable_floor"], strict=True)]
     report: dict[str, Any] = {"path": path, "bytes": len(encoded[0])}
-    for label, values in samples.items():
-        report[label] = summarize(values)
+    report["upsert"] = summarize(samples[upsert])
+    for label in ("durable_floor", "plain_write"):
+        report[label] = summarize(samples[label])
     report["ratio_p50"] = round(report["upsert"]["p50_ms"] / report["durable_floor"]["p50_ms"], 3)
     report["ratio_paired_median"] = round(statistics.median(paired), 3)
     report["overhead_p50_ms"] = round(
         report["upsert"]["p50_ms"] - report["durable_floor"]["p50_ms"], 3)
+    if upsert != "upsert":
+        return report  # the bytes variant and the conversions: the row without history
+    report["upsert_bytes"] = summarize(samples["upsert_bytes"])
     report["ratio_bytes_p50"] = round(
         report["upsert_bytes"]["p50_ms"] / report["durable_floor"]["p50_ms"], 3)
     report["str_minus_bytes_p50_ms"] = round(

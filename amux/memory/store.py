@@ -273,14 +273,15 @@ class Store:
         return recorded
 
     def _keep(self, scope: Scope, logical: LogicalPath, parent: int,
-              old: bytes | None) -> None:
-        """Before `old`, the document's bytes, are replaced or removed: a hard link to them
-        beside it until history has them (`History.ensure`), made durable by the write's own
-        directory fsync; for a name too long to make one, committed now (`History.keep`)."""
+              old: bytes | None, revision: str) -> None:
+        """Before `old`, the document's bytes (at `revision`, checked), are replaced or
+        removed: a hard link to them beside it until history has them (`History.ensure`),
+        made durable by the write's own directory fsync; for a name too long to make one,
+        committed now (`History.keep`)."""
         history = self.history
         if history is None or old is None:
             return
-        keep = f"{KEEP_PREFIX}{revision_of(old)}-{logical.name}"
+        keep = f"{KEEP_PREFIX}{revision}-{logical.name}"
         if len(os.fsencode(keep)) <= SEGMENT_MAX_BYTES:  # else no such name can exist
             try:
                 os.link(logical.name, keep, src_dir_fd=parent, dst_dir_fd=parent,
@@ -355,7 +356,7 @@ class Store:
                     parent = fs.open_dirs(scope_fd, logical.parents, logical.text, create=True)
                     assert parent is not None
                     stack.callback(os.close, parent)
-                self._keep(scope, logical, parent, old)
+                self._keep(scope, logical, parent, old, expected)
                 durable.write_atomic_at(parent, logical.name, data)
             if self.history is not None:
                 self.history.record(scope, Change(
@@ -382,7 +383,7 @@ class Store:
                 if parent is None or current is None:
                     return absent
                 self._check_revision(scope, logical, expected, current[0])
-                self._keep(scope, logical, parent, current[0])
+                self._keep(scope, logical, parent, current[0], expected)
                 durable.unlink_at(parent, logical.name)
                 self._recent.remember((scope.binding, logical.text), None)
                 if self.history is not None:
