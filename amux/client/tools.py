@@ -24,6 +24,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+IDLE_CLOSE_SECONDS = 2.0
+"""A pooled connection unused this long is closed: the connections a Hub holds follow
+the calls in flight, not the sessions alive (an agent's calls come in bursts; opening a
+connection again costs well under a millisecond on a Unix socket)."""
+
 _TEXT = {"type": "string"}
 _LINE = {"type": "integer", "minimum": 0}
 
@@ -133,12 +138,17 @@ NAMES = frozenset(tool["name"] for tool in TOOLS)
 
 
 class MemoryTools:
-    """Runs tool calls against the Hub; one keep-alive connection per concurrent call."""
+    """Runs tool calls against the Hub; one keep-alive connection per concurrent call,
+    closed once idle for `IDLE_CLOSE_SECONDS`."""
 
-    def __init__(self, pages: Pages | None = None) -> None:
+    def __init__(self, pages: Pages | None = None,
+                 idle_close_seconds: float = IDLE_CLOSE_SECONDS) -> None:
         self.pages = pages or Pages()
-        self._idle: list[HubClient] = []
+        self.idle_close_seconds = idle_close_seconds
+        self._idle: list[tuple[float, HubClient]] = []
+        """(when it was last used, the client), oldest first."""
         self._lock = threading.Lock()
+        self._reaper: threading.Thread | None = None
 
     def check(self, timeout: float) -> None:
         """The one start-up capability check; raises `ClientError` with the reason."""
@@ -165,13 +175,13 @@ class MemoryTools:
 
     def close(self) -> None:
         with self._lock:
-            for client in self._idle:
+            for _, client in self._idle:
                 client.close()
             self._idle.clear()
 
     def _hub(self, endpoint: str, body: dict[str, Any]) -> Any:
         with self._lock:
-            client = self._idle.pop() if self._idle else None
+            client = self._idle.pop()[1] if self._idle else None
         if client is None:
             client = HubClient(find_connection())  # looked up per connection: config may change
         try:
@@ -180,8 +190,31 @@ class MemoryTools:
             client.close()
             raise
         with self._lock:
-            self._idle.append(client)
+            self._idle.append((time.monotonic(), client))
+            if self._reaper is None:
+                self._reaper = threading.Thread(target=self._close_idle, daemon=True,
+                                                name="amux-idle-close")
+                self._reaper.start()
         return answer
+
+    def _close_idle(self) -> None:
+        """Close pooled connections idle for `idle_close_seconds`; ends with the pool."""
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                expired = [client for used, client in self._idle
+                           if now - used >= self.idle_close_seconds]
+                self._idle = [entry for entry in self._idle
+                              if now - entry[0] < self.idle_close_seconds]
+                if not self._idle:
+                    self._reaper = None
+                wait = (self._idle[0][0] + self.idle_close_seconds - now if self._idle
+                        else None)
+            for client in expired:
+                client.close()
+            if wait is None:
+                return
+            time.sleep(wait)
 
 
 def render_get(page: dict[str, Any]) -> str:

@@ -4,6 +4,10 @@
 call an agent makes; the Hub's answers are small JSON bodies with a
 Content-Length, so a few lines of request writing and response parsing do.
 One `HubClient` keeps its connection open for several calls (export pages).
+
+A Hub at a cap answers `hub_busy` having done nothing, so `call` sends again after a
+pause that doubles, with jitter (so refused clients do not come back together), for up
+to `BUSY_RETRY_SECONDS` in all before it reports it (docs/hub.md "Capacity").
 """
 
 from __future__ import annotations
@@ -20,6 +24,10 @@ if TYPE_CHECKING:
     from typing import Any
 
 TIMEOUT_SECONDS = 30.0
+BUSY_RETRY_SECONDS = 10.0
+"""How long `call` keeps retrying a `hub_busy` answer before reporting it."""
+_BUSY_FIRST_PAUSE = 0.05
+_BUSY_MAX_PAUSE = 1.0
 _MAX_HEADER_BYTES = 64 * 1024
 _MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """The Hub's answers are kilobytes (`list` of 1,000 documents: ~150 KB)."""
@@ -86,7 +94,28 @@ class HubClient:
             raise ClientError("hub_unreachable", message) from None
 
     def call(self, path: str, body: dict[str, Any]) -> Any:
-        """POST `body` to `path`; the decoded JSON answer, or `ClientError`."""
+        """POST `body` to `path`; the decoded JSON answer, or `ClientError` (`hub_busy`
+        only once the Hub kept refusing for `BUSY_RETRY_SECONDS`)."""
+        deadline = pause = 0.0
+        while True:
+            try:
+                return self._call_once(path, body)
+            except ClientError as error:
+                if error.code != "hub_busy":
+                    raise
+                import random  # only here: the CLI's start does not pay for it
+                import time
+
+                now = time.monotonic()
+                if not deadline:
+                    deadline = now + min(BUSY_RETRY_SECONDS, self.timeout)
+                pause = min(_BUSY_MAX_PAUSE, pause * 2 or _BUSY_FIRST_PAUSE)
+                if now >= deadline:
+                    raise
+                self.close()  # the Hub closes a refused connection
+                time.sleep(min(random.uniform(pause / 2, pause), deadline - now))
+
+    def _call_once(self, path: str, body: dict[str, Any]) -> Any:
         payload = encode(body)
         head = [
             f"POST {path} HTTP/1.1", "Host: amux-hub", "Content-Type: application/json",

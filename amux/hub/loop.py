@@ -14,9 +14,14 @@ through a wake-up socket.
 Before a request's head is complete and its token checked (`preflight`), a
 connection is a stranger's: it may hold at most a head, only for
 `HEAD_SECONDS`, and all strangers together at most `UNAUTHENTICATED_BYTES`;
-each listener takes at most `MAX_CONNECTIONS`, a TLS listener at most
-`MAX_HANDSHAKES` handshakes at a time. Over a cap the answer is `hub_busy` and
-the connection closes; nothing grows (docs/hub.md "Framing and limits").
+each listener holds at most `max_connections` (its share of the file-descriptor limit:
+`connection_cap`; a flood on one listener does not starve another), a TLS
+listener at most `MAX_HANDSHAKES` handshakes at a time.
+Over the cap a connection is answered `hub_busy` (after its TLS handshake), its
+request read and dropped so the client reads that answer rather than a reset, and
+closed; at most `REFUSING_MAX` are being refused at once, the rest are closed at
+accept. The owner's socket keeps `OWNER_RESERVE` more for administration only, so
+a Hub full of sessions never locks out its owner (docs/hub.md "Capacity").
 
 Shutdown (`stop`): listeners close at once, idle connections close, requests
 already handed to a worker finish and are answered; after `DRAIN_SECONDS`
@@ -61,7 +66,19 @@ HEAD_SECONDS = 10.0
 """From accepting (TLS handshake included), or from a later request's first byte, until
 its head is complete: a client dribbling a head cannot keep a connection for long."""
 MAX_CONNECTIONS = 256
-"""Open connections per listener."""
+"""The cap when none is given (`EventLoop`); the Hub derives its own (`connection_cap`)."""
+CONNECTIONS_CEILING = 16_384
+"""The most a Hub holds however many descriptors it may open (each costs ~2 KB, more
+with TLS)."""
+FD_RESERVE = 128
+"""Descriptors kept for what is not a connection: documents, history packs, the log."""
+OWNER_RESERVE = 16
+"""Connections the owner's socket takes past the cap, for `ADMIN_PATHS` only."""
+ADMIN_PATHS = ("/v1/status", "/v1/admin/")
+"""What a reserved connection may ask (a prefix or an exact path)."""
+REFUSING_MAX = 64
+"""Connections being refused at once per listener (TLS handshake, answer, the request
+read)."""
 MAX_HANDSHAKES = 64
 """TLS handshakes in progress per listener; a new one closes the oldest."""
 UNAUTHENTICATED_BYTES = 4 * 1024 * 1024
@@ -74,9 +91,33 @@ REFUSED_DISCARD_BYTES = 64 * 1024
 REFUSED_DISCARD_SECONDS = 2.0
 """The same after refusing a head (no valid token): enough for a client that writes head
 and body separately (`http.client`) to read its 401, too little to be worth sending."""
+REGULAR, RESERVED, REFUSED = "regular", "reserved", "refused"
+"""How a connection was taken: under the cap, in the owner's reserve, to be refused."""
 _RECV_BYTES = 65536
 _SWEEP_SECONDS = 1.0
 _READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+
+
+def connection_cap(listeners: int) -> int:
+    """The connections each of `listeners` takes: the descriptor limit, first raised to
+    the hard limit where the soft one is lower (as servers do at start), less
+    `FD_RESERVE`, shared out, at most `CONNECTIONS_CEILING` in all."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = CONNECTIONS_CEILING + FD_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        raised = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+        if raised > soft:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+                soft = raised
+            except (OSError, ValueError) as error:  # e.g. macOS's OPEN_MAX
+                log.warning("could not raise the open-file limit from %d to %d: %s",
+                            soft, raised, error)
+    usable = CONNECTIONS_CEILING if soft == resource.RLIM_INFINITY else min(
+        CONNECTIONS_CEILING, soft - FD_RESERVE - listeners * (OWNER_RESERVE + REFUSING_MAX))
+    return max(16, usable // max(1, listeners))
 
 
 @dataclass(frozen=True)
@@ -93,9 +134,12 @@ class Listener:
 class _Load:
     """What one listener holds now, against its caps."""
 
-    connections: int = 0
+    held: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        (REGULAR, RESERVED, REFUSED), 0))
+    """Connections by how they were taken."""
     handshakes: dict[_Connection, None] = field(default_factory=dict)
     """In accept order, so the oldest is first."""
+
 
 
 class _Connection:
@@ -107,6 +151,7 @@ class _Connection:
         "events",
         "handshaking",
         "head",
+        "kind",
         "last_active",
         "listener",
         "load",
@@ -117,8 +162,9 @@ class _Connection:
     )
 
     def __init__(self, sock: socket.socket, listener: Listener, load: _Load, now: float,
-                 deadline: float) -> None:
+                 deadline: float, kind: str = REGULAR) -> None:
         self.sock = sock
+        self.kind = kind
         self.listener = listener
         self.load = load
         self.handshaking = listener.tls is not None
@@ -141,7 +187,10 @@ class EventLoop:
     def __init__(self, handle: Callable[[Request], Response], listeners: list[Listener],
                  *, preflight: Callable[[Request], Response | None],
                  workers: int = WORKERS, idle_seconds: float = IDLE_SECONDS,
-                 head_seconds: float = HEAD_SECONDS) -> None:
+                 head_seconds: float = HEAD_SECONDS,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
+        self.max_connections = max_connections
+        """Per listener."""
         self._handle = handle
         self._preflight = preflight
         self._listeners = listeners
@@ -159,6 +208,13 @@ class EventLoop:
             end.setblocking(False)
         self._stopping = threading.Event()
         self._paused: list[Listener] = []
+
+    def load(self) -> list[dict[str, int]]:
+        """Per listener, in order: connections held now by how they were taken, and the
+        cap (`hub status`)."""
+        return [{"held": load.held[REGULAR], "max": self.max_connections,
+                 "reserve_held": load.held[RESERVED], "refusing": load.held[REFUSED]}
+                for load in self._loads.values()]
 
     def wake(self) -> None:
         """Make `run` look at its flags now; safe from other threads and signal handlers."""
@@ -236,13 +292,9 @@ class EventLoop:
                     return
                 continue  # the peer went away between connect and accept
             sock.setblocking(False)
-            if load.connections >= MAX_CONNECTIONS:
-                if listener.tls is None:  # a TLS client cannot be told before a handshake
-                    with contextlib.suppress(OSError):
-                        sock.send(render_error(HubBusy(
-                            f"the Hub has its limit of {MAX_CONNECTIONS} connections on this "
-                            "socket open: retry in a moment")))
-                sock.close()
+            kind = self._kind(listener, load)
+            if kind is None:  # a flood: no descriptor is held for the refusal
+                self._turn_away(sock, listener)
                 continue
             if listener.tls is not None:
                 try:
@@ -254,12 +306,40 @@ class EventLoop:
                 if len(load.handshakes) >= MAX_HANDSHAKES:  # a stalled one must not lock
                     self._close(next(iter(load.handshakes)))  # out those that complete
             now = time.monotonic()
-            connection = _Connection(sock, listener, load, now, now + self._head_seconds)
+            connection = _Connection(sock, listener, load, now, now + self._head_seconds, kind)
             self._connections.add(connection)
-            load.connections += 1
+            load.held[kind] += 1
             if connection.handshaking:
                 load.handshakes[connection] = None
+            if kind == REFUSED:
+                self._refuse(connection, self._busy())
+                self._discard(connection, REFUSED_DISCARD_BYTES, REFUSED_DISCARD_BYTES,
+                              REFUSED_DISCARD_SECONDS)
             self._step(connection)
+
+    def _turn_away(self, sock: socket.socket, listener: Listener) -> None:
+        """Refuse at once: `hub_busy`, and what the request sent already is read, so the
+        close does not reset it (over TLS nothing can be said before a handshake)."""
+        with contextlib.suppress(OSError):
+            if listener.tls is None:
+                sock.send(self._busy())
+                sock.recv_into(self._scratch)  # one read at most: this is a flood
+        sock.close()
+
+    def _busy(self) -> bytes:
+        return render_error(HubBusy(
+            f"the Hub holds its limit of {self.max_connections} connections on this socket: "
+            "retry in a moment (amux clients retry by themselves)"))
+
+    def _kind(self, listener: Listener, load: _Load) -> str | None:
+        """How to take a new connection on `listener`; None: close it unanswered."""
+        if load.held[REGULAR] < self.max_connections:
+            return REGULAR
+        if listener.owner and load.held[RESERVED] < OWNER_RESERVE:
+            return RESERVED
+        if load.held[REFUSED] < REFUSING_MAX:
+            return REFUSED
+        return None
 
     def _step(self, connection: _Connection) -> None:
         """Move one connection as far as it goes without blocking."""
@@ -337,7 +417,15 @@ class EventLoop:
             refusal = self._preflight(Request(head.method, head.path, b"", head.token,
                                               head.binding, connection.listener.owner))
             unread = head.length - reader.buffered
-            if refusal is not None:
+            if refusal is None and connection.kind == RESERVED and not (
+                    head.path == ADMIN_PATHS[0] or head.path.startswith(ADMIN_PATHS[1])):
+                self._refuse(connection, render_error(HubBusy(
+                    f"the Hub holds its limit of {self.max_connections} connections here; the "
+                    "owner's reserve is for administration (amux hub status, amux system …):"
+                    " retry in a moment (amux clients retry by themselves)")))
+                self._discard(connection, unread, REFUSED_DISCARD_BYTES,
+                              REFUSED_DISCARD_SECONDS)
+            elif refusal is not None:
                 self._refuse(connection, render_response(refusal.status, refusal.body,
                                                          close=True))
                 self._discard(connection, unread, REFUSED_DISCARD_BYTES,
@@ -423,7 +511,7 @@ class EventLoop:
             return
         self._watch(connection, 0)
         self._connections.discard(connection)
-        connection.load.connections -= 1
+        connection.load.held[connection.kind] -= 1
         connection.load.handshakes.pop(connection, None)
         self._settle(connection)
         with contextlib.suppress(OSError):

@@ -39,7 +39,7 @@ from amux.hub import pidfile, sockdir
 from amux.hub.api import HubApi
 from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
-from amux.hub.loop import EventLoop, Listener
+from amux.hub.loop import EventLoop, Listener, connection_cap
 from amux.hub.paths import owner_socket_path, pid_path
 from amux.memory.durable import write_file_atomic
 from amux.memory.errors import AmuxError, InvalidArgument
@@ -85,11 +85,15 @@ class Hub:
 
     def status(self) -> dict[str, Any]:
         config = self.api.config
-        listeners = [{"kind": "owner", "address": f"unix:{self.socket_path}"}]
+        listeners: list[dict[str, Any]] = [{"kind": "owner",
+                                            "address": f"unix:{self.socket_path}"}]
         if self._shared_path is not None:
             listeners.append({"kind": "shared", "address": f"unix:{self._shared_path}"})
         if self._tls_address is not None:
             listeners.append({"kind": "tls", "address": self._tls_address})
+        if self._loop is not None:  # the listeners in the order the loop serves them
+            for listener, load in zip(listeners, self._loop.load(), strict=False):
+                listener["connections"] = load
         return {
             "running": True, "pid": os.getpid(), "address": f"unix:{self.socket_path}",
             "memory_root": str(self.store.root), "memory_enabled": config.memory_enabled,
@@ -164,7 +168,8 @@ class Hub:
                 listeners.append(self._listen_tls(config.tls_address, config.tls_cert,
                                                   config.tls_key))
             self._write_pid()
-            self._loop = EventLoop(self.api.handle, listeners, preflight=self.api.preflight)
+            self._loop = EventLoop(self.api.handle, listeners, preflight=self.api.preflight,
+                                   max_connections=connection_cap(len(listeners)))
             previous = {sig: signal.signal(sig, self._on_signal)
                         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
             threading.Thread(target=self._catch_up_history, name="amux-history-catch-up",

@@ -17,20 +17,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import pytest
 
 from amux.client.connection import Connection
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
 from amux.hub import loop
 from amux.hub.http import MAX_BODY_BYTES
 from amux.hub.paths import STOP_SECONDS
+from tests.hub.exposed import Exposed, expose
 from tests.hub.rawhttp import connect, parse, read_answers, read_to_end, request
-from tests.hub.tlscert import self_signed
 from tests.hubproc import HubProcess, amux
 
 RSS_LIMIT = 80 * 2**20
@@ -40,37 +37,12 @@ BODY_PART = b"x" * (1024 * 1024 - 1)
 """All of an announced 1 MiB body but its last byte: what a stalling client sends."""
 
 
-@dataclass
-class Exposed:
-    hub: HubProcess
-    shared: str
-    tls_port: int
-    cert: Path
-
-    def connection(self, hub: str, ca_file: str | None = None) -> Connection:
-        return Connection(hub, self.hub.owner_token, None, ca_file, "test")
-
-    def rss(self) -> int:
-        return int(psutil.Process(self.hub.process.pid).memory_info().rss)
-
-
 @pytest.fixture
 def exposed(short_home: Path, tmp_path: Path) -> Iterator[Exposed]:
-    """A Hub with memory on, the shared socket and a TLS listener (listeners open at start)."""
-    cert, key = self_signed(tmp_path)
-    shared = short_home.parent / "shared" / "hub.sock"
-    first = HubProcess(short_home)
-    for name, value in (("listeners.shared_socket", str(shared)),
-                        ("listeners.tls_address", "127.0.0.1:0"),
-                        ("listeners.tls_cert", str(cert)), ("listeners.tls_key", str(key)),
-                        ("memory.enabled", "true")):
-        assert first.call("/v1/admin/config", {"action": "set", "key": name,
-                                               "value": value})[0] == 200
-    assert first.stop() == 0
-    hub = HubProcess(short_home)
-    address = next(e["address"] for e in hub.status["listeners"] if e["kind"] == "tls")
-    yield Exposed(hub, str(shared), int(address.rsplit(":", 1)[1]), cert)
-    hub.stop()
+    """A Hub with memory on, the shared socket and a TLS listener."""
+    hub = expose(short_home, tmp_path)
+    yield hub
+    hub.hub.stop()
 
 
 @pytest.fixture
@@ -148,35 +120,6 @@ def test_500_unauthenticated_connections_on_the_shared_socket(
     assert _get(exposed.connection(f"unix:{exposed.shared}")) is False  # the get answers
     statuses = _statuses(held)
     assert set(statuses) <= {401, 503} and statuses.count(401) > 250
-
-
-def test_stalled_heads_are_capped_per_listener(exposed: Exposed,
-                                              opened: list[socket.socket]) -> None:
-    partial = b"POST /v1/memory/get HTTP/1.1\r\nHost: amux-hub\r\nX-Pad: " + b"p" * 4000
-    held = []
-    for _ in range(500):
-        sock = connect(exposed.shared, timeout=5)
-        opened.append(sock)
-        sock.sendall(partial)  # a head that never ends
-        held.append(sock)
-    time.sleep(0.5)
-    assert exposed.rss() < RSS_LIMIT
-    shared = exposed.connection(f"unix:{exposed.shared}")
-    with pytest.raises(ClientError) as busy:
-        _get(shared)
-    assert (busy.value.code, busy.value.exit_code) == ("hub_busy", 4)
-    assert _get(exposed.connection(f"unix:{exposed.hub.socket_path}")) is False  # other listener
-    statuses = _statuses(held)
-    assert statuses.count(None) == loop.MAX_CONNECTIONS  # held, until their head deadline
-    assert statuses.count(503) == 500 - loop.MAX_CONNECTIONS
-    deadline = time.monotonic() + 5
-    while True:  # the Hub notices the closes and takes connections again
-        try:
-            assert _get(shared) is False
-            break
-        except ClientError:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
 
 
 def test_200_stalled_tls_connections(exposed: Exposed, opened: list[socket.socket]) -> None:
