@@ -45,7 +45,7 @@ from pathlib import Path
 import pygit2
 
 from amux.memory import gitpack, rootlock
-from amux.memory.revision import revision_of
+from amux.memory.revision import ABSENT, revision_of
 from amux.memory.scope import Scope
 from amux.typing_light import NamedTuple
 
@@ -102,6 +102,8 @@ class Change(NamedTuple):
     author: Author
     at: float
     """Wall-clock seconds."""
+    revision: str | None = None
+    """`data`'s revision when the caller has it already (else hashed when committed)."""
 
 
 _GIT_LOCKS = ("HEAD.lock", "refs/heads/main.lock", "packed-refs.lock", "config.lock")
@@ -369,50 +371,49 @@ class _Repo:
             yield commit, blob.data
 
 
-def _purged(commit: pygit2.Commit, data: bytes | None, path: str, revision: str | None,
-            keep: bytes | None) -> bool:
-    facts = _facts(commit.message)
-    if facts.get("path") != path or data is None:
-        return False
-    if revision is not None:
-        return facts.get("revision") == revision
-    return gitpack.object_id(gitpack.BLOB, data) != keep
+def _purged(changes: Sequence[Logged], path: str, revision: str | None,
+            current: str | None) -> set[int]:
+    """Indexes (oldest first) of the changes a purge keeps: all but `path`'s version
+    `revision`, or (None) all but its versions other than `current` (a revision)."""
+    def purged(change: Logged) -> bool:
+        if change.path != path or change.revision == ABSENT:
+            return False
+        return change.revision == revision if revision is not None else \
+            change.revision != current
+
+    return {index for index, change in enumerate(changes) if not purged(change)}
 
 
-def _newest(changes: list[tuple[pygit2.Commit, bytes | None]]) -> set[int]:
-    """Indexes of the changes retention never drops: each document's newest, and for a
-    forgotten one also the last version it had."""
+def _newest(changes: Sequence[Logged]) -> set[int]:
+    """Indexes (oldest first) of the changes retention never drops: each document's
+    newest, and for a forgotten one also the last version it had."""
     newest: set[int] = set()
     seen: set[str] = set()
     gone: set[str] = set()
     for index in range(len(changes) - 1, -1, -1):
-        commit, data = changes[index]
-        path = _facts(commit.message).get("path", "")
-        if path not in seen:
-            seen.add(path)
+        change = changes[index]
+        if change.path not in seen:
+            seen.add(change.path)
             newest.add(index)
-            if data is None:
-                gone.add(path)
-        elif path in gone and data is not None:
-            gone.discard(path)
+            if change.revision == ABSENT:
+                gone.add(change.path)
+        elif change.path in gone and change.revision != ABSENT:
+            gone.discard(change.path)
             newest.add(index)
     return newest
 
 
-def _younger(changes: list[tuple[pygit2.Commit, bytes | None]],
-             cutoff: float) -> list[tuple[pygit2.Commit, bytes | None]]:
+def _younger(changes: Sequence[Logged], cutoff: float) -> set[int]:
     newest = _newest(changes)
-    return [change for index, change in enumerate(changes)
-            if index in newest or float(_facts(change[0].message).get(
-                "time", change[0].commit_time)) >= cutoff]
+    return {index for index, change in enumerate(changes)
+            if index in newest or change.at >= cutoff}
 
 
-def _oldest_dropped(changes: list[tuple[pygit2.Commit, bytes | None]],
-                    share: float) -> list[tuple[pygit2.Commit, bytes | None]]:
+def _oldest_dropped(changes: Sequence[Logged], share: float) -> set[int]:
     newest = _newest(changes)
     droppable = [index for index in range(len(changes)) if index not in newest]
     dropped = set(droppable[:max(1, round(len(droppable) * share))])
-    return [change for index, change in enumerate(changes) if index not in dropped]
+    return set(range(len(changes))) - dropped
 
 
 def _size(path: Path) -> int:
@@ -440,7 +441,8 @@ def _fsync_dir(path: Path) -> None:
 
 def _message(change: Change) -> str:
     facts = {"Operation": change.operation, "Path": change.path,
-             "Revision": "absent" if change.data is None else revision_of(change.data),
+             "Revision": "absent" if change.data is None else (
+                 change.revision or revision_of(change.data)),
              "Size": "0" if change.data is None else str(len(change.data)),
              "Time": f"{change.at:.3f}", "Principal": change.author.principal,
              "Agent": change.author.agent, "Session": change.author.session}
@@ -504,13 +506,13 @@ class History:
         """Commit `change` behind the write that made it (the writer thread)."""
         self._enqueue(_Queued(scope, change))
 
-    def ensure(self, scope: Scope, path: str, current: bytes,
+    def ensure(self, scope: Scope, path: str, current: bytes, revision: str,
                release: Callable[[], None]) -> None:
         """`current`, the bytes `path` had before a write replaced or removed them, goes
         into history if it lacks them (a hand edit); `release` runs once it has them. The
         caller has kept them safe meanwhile (a hard link `Store` made)."""
-        self._enqueue(_Queued(scope, Change(HAND_EDIT, path, current, NOBODY, self.clock()),
-                              ensure=True, release=release))
+        self._enqueue(_Queued(scope, Change(HAND_EDIT, path, current, NOBODY, self.clock(),
+                                            revision), ensure=True, release=release))
 
     def keep(self, scope: Scope, path: str, current: bytes | None) -> None:
         """Before `path` is replaced or removed: its `current` bytes are committed (for a
@@ -637,6 +639,7 @@ class History:
                                 gitpack.object_id(gitpack.BLOB, item.change.data or b""):
                             repo.stage(item.change)
                             staged += 1
+                        time.sleep(0)  # the GIL to the Hub's loop between changes
                     repo.save()
             except (OSError, pygit2.GitError):  # full disk: a kept version stays kept
                 log.exception("memory history: could not commit %d change(s) in %s",
@@ -656,12 +659,11 @@ class History:
         no object of theirs is left, packed or loose). The caller holds the scope's write
         lock."""
         self._wait_for(lambda: not any(key[0] == scope.directory for key in self._pending))
-        keep_id = None if current is None else gitpack.object_id(gitpack.BLOB, current)
+        keep = None if current is None else revision_of(current)
         repo = self.repository(scope)
         with repo.lock:
-            return self._rebuild(scope, repo, lambda changes: [
-                change for change in changes
-                if not _purged(*change, path, revision, keep_id)])
+            return self._rebuild(scope, repo, functools.partial(
+                _purged, path=path, revision=revision, current=keep))
 
     def enforce(self, scope: Scope) -> int:
         """Retention: drop versions older than `keep_seconds`, then the oldest ones while
@@ -672,7 +674,8 @@ class History:
         with repo.lock:
             cutoff = self.clock() - self.keep_seconds if self.keep_seconds else None
             if cutoff is not None:
-                dropped += self._rebuild(scope, repo, lambda changes: _younger(changes, cutoff))
+                dropped += self._rebuild(scope, repo, functools.partial(_younger,
+                                                                        cutoff=cutoff))
                 repo = self.repository(scope)
             for _ in range(4):  # each round drops a larger share until it fits
                 size = _size(Path(repo.git.path))
@@ -688,24 +691,29 @@ class History:
         """Bytes the scope's history takes on disk."""
         return _size(Path(self.repository(scope).git.path))
 
-    def _rebuild(self, scope: Scope, repo: _Repo, keep: Callable[
-            [list[tuple[pygit2.Commit, bytes | None]]],
-            list[tuple[pygit2.Commit, bytes | None]]]) -> int:
-        """Make the history again from the changes `keep` keeps, in a new repository that
-        replaces the old one (so nothing of the others stays, packed or loose); the number
-        of changes left out. Finished or undone at the next open if cut off (`_Repo`)."""
-        changes = list(repo.changes())
-        kept = keep(changes)
-        if len(kept) == len(changes):
+    def _rebuild(self, scope: Scope, repo: _Repo,
+                 keep: Callable[[list[Logged]], set[int]]) -> int:
+        """Make the history again from the changes `keep` keeps (indexes into them, oldest
+        first), in a new repository that replaces the old one (so nothing of the others
+        stays, packed or loose); the number of changes left out. Decided on the log held
+        in memory: the commits are read only when something goes. Finished or undone at
+        the next open if cut off (`_Repo`)."""
+        changes = repo.logged()[::-1]
+        kept_indexes = keep(changes)
+        if len(kept_indexes) == len(changes):
             return 0
+        kept = {changes[index].commit for index in kept_indexes}
         where = Path(repo.git.path)
         rebuilt = where.with_name(where.name + ".rebuilt")
         _remove_tree(rebuilt)
         fresh = _Repo(rebuilt)
-        for number, (commit, data) in enumerate(kept, 1):
-            fresh.replay(commit, data)
-            if number % BACKLOG_MAX == 0:  # a pack per so many: memory stays bounded
-                fresh.save()
+        replayed = 0
+        for commit, data in repo.changes():
+            if str(commit.id) in kept:
+                fresh.replay(commit, data)
+                replayed += 1
+                if replayed % BACKLOG_MAX == 0:  # a pack per so many: memory stays bounded
+                    fresh.save()
         fresh.save()
         aside = where.with_name(where.name + ".purged")
         os.rename(where, aside)
@@ -714,7 +722,7 @@ class History:
         _remove_tree(aside)
         with self._guard:
             self._repos[scope.directory] = _Repo(where, repo.lock)
-        return len(changes) - len(kept)
+        return len(changes) - len(kept_indexes)
 
     # -- reading ----------------------------------------------------------------------
 

@@ -293,7 +293,7 @@ class Store:
                     raise  # a full or read-only disk: the write itself would fail too
                 keep = ""
             if keep:
-                history.ensure(scope, logical.text, old,
+                history.ensure(scope, logical.text, old, revision,
                                functools.partial(self._release, scope, logical, keep))
                 return
         history.keep(scope, logical.text, old)
@@ -358,11 +358,11 @@ class Store:
                     stack.callback(os.close, parent)
                 self._keep(scope, logical, parent, old, expected)
                 durable.write_atomic_at(parent, logical.name, data)
+            revision = revision_of(data)
             if self.history is not None:
                 self.history.record(scope, Change(
                     operation or ("create" if old is None else "update"), logical.text, data,
-                    author, self.wall_clock()))
-            revision = revision_of(data)
+                    author, self.wall_clock(), revision))
             self._recent.remember(key, data, revision, clean=not findings)
             usage.bytes += len(data) - (0 if old is None else len(old))
             usage.documents += old is None
