@@ -485,6 +485,8 @@ class History:
         self._urgent = 0  # callers waiting for the writer: it does not wait to be idle
         self._last_record = time.monotonic()
         self._pending: collections.Counter[tuple[tuple[str, ...], str]] = collections.Counter()
+        self._saved: dict[tuple[tuple[str, ...], str], str] = {}
+        """(scope, path) → the revision history holds as its newest, durably (`holds`)."""
         self._changed = threading.Condition()
         self._closed = False
         self._writer = threading.Thread(target=self._write_behind, name="amux-history",
@@ -513,6 +515,13 @@ class History:
         caller has kept them safe meanwhile (a hard link `Store` made)."""
         self._enqueue(_Queued(scope, Change(HAND_EDIT, path, current, NOBODY, self.clock(),
                                             revision), ensure=True, release=release))
+
+    def holds(self, scope: Scope, path: str, revision: str) -> bool:
+        """Whether history durably holds `revision` as `path`'s newest version, with no
+        change of it waiting: a write replacing it need not keep it (`Store._keep`)."""
+        key = scope.directory, path
+        with self._changed:
+            return not self._pending[key] and self._saved.get(key) == revision
 
     def keep(self, scope: Scope, path: str, current: bytes | None) -> None:
         """Before `path` is replaced or removed: its `current` bytes are committed (for a
@@ -646,6 +655,11 @@ class History:
                               len(items), scope.binding)
                 continue
             done += items
+            with self._changed:
+                for item in items:
+                    change = item.change
+                    self._saved[scope.directory, change.path] = ABSENT if change.data is None \
+                        else change.revision or revision_of(change.data)
             self._since_enforced[scope.directory] += staged
             if self._since_enforced[scope.directory] >= ENFORCE_EVERY:
                 self._since_enforced[scope.directory] = 0
@@ -661,6 +675,9 @@ class History:
         self._wait_for(lambda: not any(key[0] == scope.directory for key in self._pending))
         keep = None if current is None else revision_of(current)
         repo = self.repository(scope)
+        with self._changed:
+            self._saved = {key: value for key, value in self._saved.items()
+                           if key[0] != scope.directory}
         with repo.lock:
             return self._rebuild(scope, repo, functools.partial(
                 _purged, path=path, revision=revision, current=keep))

@@ -279,7 +279,7 @@ class Store:
         made durable by the write's own directory fsync; for a name too long to make one,
         committed now (`History.keep`)."""
         history = self.history
-        if history is None or old is None:
+        if history is None or old is None or history.holds(scope, logical.text, revision):
             return
         keep = f"{KEEP_PREFIX}{revision}-{logical.name}"
         if len(os.fsencode(keep)) <= SEGMENT_MAX_BYTES:  # else no such name can exist

@@ -285,3 +285,27 @@ def test_writes_in_a_burst_keep_each_version_and_leave_nothing_behind(kept: Stor
     log = changes(kept, path="a.md", limit=100)
     assert [c["revision"] for c in log] == written[::-1]
     assert sorted(p.name for p in (home / "memory" / "global").iterdir()) == ["a.md"]
+
+
+def test_a_version_history_holds_already_is_not_kept_again(
+        kept: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once history durably holds a document's version, replacing it makes no keep link
+    (an agent's writes, seconds apart, cost what they cost without history); while its
+    commit is still waiting, it does."""
+    import os
+
+    links: list[str] = []
+    real_link = os.link
+
+    def counted(*args: object, **kwargs: object) -> None:
+        links.append(str(args[1]))
+        real_link(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "link", counted)
+    first = kept.upsert(GLOBAL, "a.md", "one\n", ABSENT, ALICE)["revision"]
+    second = kept.upsert(GLOBAL, "a.md", "two\n", first, ALICE)["revision"]
+    assert len(links) == 1  # "one" was still waiting for its commit
+    changes(kept)  # flushed: history holds "two"
+    kept.upsert(GLOBAL, "a.md", "three\n", second, ALICE)
+    assert len(links) == 1
+    assert [c["revision"] for c in changes(kept)][1:] == [second, first]
