@@ -14,10 +14,11 @@ A real Hub on a temp AMUX_HOME, memory on, 300 documents of the benchmark corpus
   process) run every few seconds meanwhile.
 - **Raw clients.** `--raw` keep-alive HTTP connections on the Hub's socket, each
   sending a `get` every 1–2 s: how many were served, answers by status.
-- **At the cap.** Connections opened on the owner's socket until the Hub refuses one:
-  what the refused client reads, and `amux hub status` while the listener is full.
+- **At the cap.** The owner's socket filled to its cap (`hub status` says it) with
+  authenticated keep-alive connections, idle after one `get` each, as sessions hold them:
+  what one more client reads, and `amux hub status` while the listener is full.
 - **TLS** (when `openssl` makes a certificate): the raw clients over the TLS listener,
-  and what a client refused there reads.
+  and the same at its cap.
 """
 
 from __future__ import annotations
@@ -269,34 +270,46 @@ def bench_raw(open_connection: Any, request: bytes, clients: int,
     return {"clients": clients, "all_served": sum(served), "answers": dict(statuses)}
 
 
-def bench_at_cap(home: Path, connect: Any, limit: int) -> dict[str, Any]:
-    """Open connections until the Hub refuses one (or `limit`): what the refused client
-    reads (it sends its request first, as any HTTP client does), then the owner's
-    `amux hub status` while they are all held."""
+def bench_at_cap(home: Path, connect: Any, request: bytes, cap: int) -> dict[str, Any]:
+    """Fill a listener to its `cap` with authenticated keep-alive connections, idle after
+    one answered `get` (as pooled sessions hold them); then what one more client reads
+    (it sends its request first, as any HTTP client does), and the owner's `amux hub
+    status` while they are all held."""
     held: list[socket.socket] = []
-    refused: str | None = None
+
+    def answered(sock: socket.socket) -> bytes:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        return data
+
     try:
-        while len(held) < limit:
+        for _ in range(cap):
             sock = connect()
-            sock.settimeout(5)
+            sock.settimeout(30)
             held.append(sock)
-            if len(held) % 64 == 0 or len(held) > limit - 2:
-                sock.sendall(b"GET /v1/status HTTP/1.1\r\nHost: amux-hub\r\n\r\n")
-                try:
-                    answer = sock.recv(65536)
-                except OSError as error:
-                    refused = f"{type(error).__name__}"
-                    break
-                if b" 503 " in answer.split(b"\r\n", 1)[0]:
-                    refused = "hub_busy" if b"hub_busy" in answer else answer[:40].decode()
-                    break
+            sock.sendall(request)
+            if not answered(sock).startswith(b"HTTP/1.1 200"):
+                raise RuntimeError(f"connection {len(held)} of {cap} was not served")
+        extra = connect()
+        extra.settimeout(30)
+        held.append(extra)
+        try:
+            extra.sendall(request)
+            answer = answered(extra)
+            refused = "hub_busy" if b"hub_busy" in answer else answer[:60].decode("latin-1")
+        except OSError as error:
+            refused = type(error).__name__
         times = []
         failed = 0
         for _ in range(5):
             seconds, done = _owner_status(home)
             times.append(seconds)
             failed += done.returncode != 0
-        return {"connections_held": len(held), "refused_client_read": refused,
+        return {"connections_held": cap, "refused_client_read": refused,
                 "hub_status": _summary(times), "hub_status_failed": failed}
     finally:
         for sock in held:
@@ -344,6 +357,12 @@ def _corpus_hub(work: Path, tls: bool) -> Iterator[tuple[Path, subprocess.Popen[
         yield home, process, connection, made
 
 
+def _status(connection: Connection) -> dict[str, Any]:
+    with HubClient(connection) as client:
+        status: dict[str, Any] = client.call("/v1/status", {})
+        return status
+
+
 def _raise_nofile() -> None:
     """This driver holds a pipe trio per session and a socket per raw client."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -360,8 +379,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="how long each load runs (default 60)")
     parser.add_argument("--raw", type=int, default=1000,
                         help="raw keep-alive clients (default 1000; 0 skips)")
-    parser.add_argument("--cap-limit", type=int, default=25_000,
-                        help="at most this many connections opened to find the cap")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     _raise_nofile()
@@ -400,8 +417,11 @@ def main(argv: list[str] | None = None) -> int:
                 sock.connect(socket_path)
                 return sock
 
-            print("[scale] the owner's socket at its cap", flush=True)
-            result["at_cap"] = bench_at_cap(home, unix, args.cap_limit)
+            caps = [listener["connections"]["max"] for listener in
+                    _status(connection)["listeners"]]
+            print(f"[scale] the owner's socket at its cap ({caps[0]})", flush=True)
+            result["cap_per_listener"] = caps[0]
+            result["at_cap"] = bench_at_cap(home, unix, request, caps[0])
             print(f"[scale]   {json.dumps(result['at_cap'])}", flush=True)
             if tls is not None:
                 cert, port = tls
@@ -419,8 +439,8 @@ def main(argv: list[str] | None = None) -> int:
                     raw_sock = socket.create_connection(("127.0.0.1", port), timeout=10)
                     return context.wrap_socket(raw_sock, server_hostname="127.0.0.1")
 
-                print("[scale] the TLS listener at its cap", flush=True)
-                result["at_cap_tls"] = bench_at_cap(home, over_tls, args.cap_limit)
+                print(f"[scale] the TLS listener at its cap ({caps[-1]})", flush=True)
+                result["at_cap_tls"] = bench_at_cap(home, over_tls, request, caps[-1])
                 print(f"[scale]   {json.dumps(result['at_cap_tls'])}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -468,9 +488,10 @@ def markdown(result: dict[str, Any]) -> str:
     for key, label in (("at_cap", "owner's socket"), ("at_cap_tls", "TLS listener")):
         cap = result.get(key)
         if cap:
-            lines.append(f"\nAt the cap ({label}): {cap['connections_held']:,} connections "
-                         f"held, the refused client read {cap['refused_client_read']!r}; "
-                         f"`amux hub status` meanwhile {status(cap)}.")
+            lines.append(f"\nAt the cap ({label}): {cap['connections_held']:,} authenticated "
+                         "keep-alive connections held, one more client read "
+                         f"{cap['refused_client_read']!r}; `amux hub status` meanwhile "
+                         f"{status(cap)}.")
     return "\n".join(lines)
 
 

@@ -74,13 +74,18 @@ FD_RESERVE = 128
 """Descriptors kept for what is not a connection: documents, history packs, the log."""
 OWNER_RESERVE = 16
 """Connections the owner's socket takes past the cap, for `ADMIN_PATHS` only."""
+RESERVED_HEAD_SECONDS = 2.0
+"""A reserved connection's head must come sooner: one that sends nothing frees its slot."""
 ADMIN_PATHS = ("/v1/status", "/v1/admin/")
 """What a reserved connection may ask (a prefix or an exact path)."""
 REFUSING_MAX = 64
 """Connections being refused at once per listener (TLS handshake, answer, the request
 read)."""
 MAX_HANDSHAKES = 64
-"""TLS handshakes in progress per listener; a new one closes the oldest."""
+"""TLS handshakes in progress per listener. At the cap a new connection waits in the
+backlog, unless the oldest handshake is older than `HANDSHAKE_GRACE_SECONDS`: that one
+is closed (a stalled handshake cannot lock out those that complete)."""
+HANDSHAKE_GRACE_SECONDS = 1.0
 UNAUTHENTICATED_BYTES = 4 * 1024 * 1024
 """Received bytes of heads not yet complete, over all connections."""
 DISCARD_BYTES = 64 * 1024 * 1024
@@ -280,6 +285,14 @@ class EventLoop:
     def _accept(self, listener: Listener) -> None:
         load = self._loads[listener]
         for _ in range(64):  # then let the others have a turn
+            if listener.tls is not None and len(load.handshakes) >= MAX_HANDSHAKES:
+                oldest = next(iter(load.handshakes))
+                if time.monotonic() - oldest.last_active < HANDSHAKE_GRACE_SECONDS:
+                    # A burst of clients, not a stall: the rest wait in the backlog until
+                    # a handshake completes (`_step` listens again), none is reset.
+                    self._pause(listener)
+                    return
+                self._close(oldest)  # stalled: it must not lock out those that complete
             try:
                 sock, _address = listener.sock.accept()
             except BlockingIOError:
@@ -287,8 +300,7 @@ class EventLoop:
             except OSError as error:
                 if error.errno in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
                     log.warning("not accepting connections for a moment: %s", error.strerror)
-                    self._selector.unregister(listener.sock)
-                    self._paused.append(listener)  # the next sweep listens again
+                    self._pause(listener)  # the next sweep listens again
                     return
                 continue  # the peer went away between connect and accept
             sock.setblocking(False)
@@ -303,10 +315,10 @@ class EventLoop:
                 except (OSError, ValueError):
                     sock.close()
                     continue
-                if len(load.handshakes) >= MAX_HANDSHAKES:  # a stalled one must not lock
-                    self._close(next(iter(load.handshakes)))  # out those that complete
             now = time.monotonic()
-            connection = _Connection(sock, listener, load, now, now + self._head_seconds, kind)
+            head_deadline = now + (min(self._head_seconds, RESERVED_HEAD_SECONDS)
+                                   if kind == RESERVED else self._head_seconds)
+            connection = _Connection(sock, listener, load, now, head_deadline, kind)
             self._connections.add(connection)
             load.held[kind] += 1
             if connection.handshaking:
@@ -316,6 +328,16 @@ class EventLoop:
                 self._discard(connection, REFUSED_DISCARD_BYTES, REFUSED_DISCARD_BYTES,
                               REFUSED_DISCARD_SECONDS)
             self._step(connection)
+
+    def _pause(self, listener: Listener) -> None:
+        if listener not in self._paused:
+            self._selector.unregister(listener.sock)
+            self._paused.append(listener)
+
+    def _resume(self, listener: Listener) -> None:
+        if listener in self._paused and not self._stopping.is_set():
+            self._paused.remove(listener)
+            self._selector.register(listener.sock, _READ, listener)
 
     def _turn_away(self, sock: socket.socket, listener: Listener) -> None:
         """Refuse at once: `hub_busy`, and what the request sent already is read, so the
@@ -350,6 +372,7 @@ class EventLoop:
                 sock.do_handshake()
                 connection.handshaking = False
                 del connection.load.handshakes[connection]
+                self._resume(connection.listener)
             while True:
                 if connection.outbuf:
                     sent = sock.send(connection.outbuf)
@@ -443,6 +466,7 @@ class EventLoop:
         if whole is None:
             return False
         body, keep_alive = whole
+        keep_alive = keep_alive and connection.kind != RESERVED  # one answer, then the slot frees
         connection.head = None
         request = Request(head.method, head.path, body, head.token, head.binding,
                           connection.listener.owner)
@@ -512,7 +536,8 @@ class EventLoop:
         self._watch(connection, 0)
         self._connections.discard(connection)
         connection.load.held[connection.kind] -= 1
-        connection.load.handshakes.pop(connection, None)
+        if connection.load.handshakes.pop(connection, 0) is None:  # one was in progress
+            self._resume(connection.listener)
         self._settle(connection)
         with contextlib.suppress(OSError):
             connection.sock.close()

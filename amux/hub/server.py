@@ -49,8 +49,9 @@ from amux.memory.store import Store
 
 log = logging.getLogger("amux.hub")
 
-BACKLOG = 128
-"""The default 5 makes a burst of connects fail with EAGAIN."""
+BACKLOG = 1024
+"""The default 5 makes a burst of connects fail with EAGAIN; hundreds of sessions may
+connect at once (the kernel caps it at net.core.somaxconn)."""
 
 
 class Hub:

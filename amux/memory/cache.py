@@ -10,6 +10,7 @@ is ever persisted: the Markdown files stay the only truth.
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections import OrderedDict
@@ -26,7 +27,12 @@ StatKey = tuple[int, int, int, int]
 def stat_key(st: os.stat_result) -> StatKey:
     """The key a cached document is validated by on every search."""
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-_MEMO_MAX_ENTRIES = 64
+
+
+POSTINGS_MAX_ENTRIES = 1 << 18
+"""(term, document) answers a scope's `Postings` keep, about 8 MiB; past it the least
+recently searched terms are forgotten first (900 terms for 300 documents)."""
+_serials = itertools.count()
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,38 +52,15 @@ class CachedDocument:
     raw: bytes
     folded: bytes
     folded_path: bytes
-    _terms: dict[bytes, bool] = field(default_factory=dict)
-    _queries: dict[tuple[bytes, ...], TermMatch | None] = field(default_factory=dict)
+    serial: int = field(default_factory=_serials.__next__)
+    """Unique for the life of the process: what `Postings` remember a document by (a
+    changed document is a new object with a new serial)."""
     _title: bytes | None = None
     _revision: str | None = None
 
     @property
     def cost(self) -> int:
         return len(self.raw) + len(self.folded)
-
-    def match(self, terms: tuple[bytes, ...]) -> TermMatch | None:
-        """Which terms the content and the path contain; None when no term matches."""
-        if terms in self._queries:
-            return self._queries[terms]
-        memo = self._terms
-        content = []
-        for index, term in enumerate(terms):
-            found = memo.get(term)
-            if found is None:
-                found = memo[term] = term in self.folded
-            if found:
-                content.append(index)
-        in_path = [index for index, term in enumerate(terms) if term in self.folded_path]
-        known = None
-        if content or in_path:
-            matched = sorted({*content, *in_path}) if in_path else content
-            known = TermMatch(tuple(content), tuple(in_path), tuple(matched))
-        if len(self._queries) >= _MEMO_MAX_ENTRIES:
-            self._queries.clear()
-        if len(memo) >= _MEMO_MAX_ENTRIES:
-            memo.clear()
-        self._queries[terms] = known
-        return known
 
     @property
     def title(self) -> bytes:
@@ -118,12 +101,61 @@ def _title_of(folded: bytes) -> bytes:
     return b"\n".join(parts)
 
 
+class Posting:
+    """Which documents (serials) contain one term, in content and in path, of those
+    checked so far. Written by one search at a time per document and read without a
+    lock: a serial goes into `checked` only after its answer is recorded."""
+
+    __slots__ = ("checked", "content", "path", "term")
+
+    def __init__(self, term: bytes) -> None:
+        self.term = term
+        self.checked: set[int] = set()
+        self.content: set[int] = set()
+        self.path: set[int] = set()
+
+    def check(self, document: CachedDocument) -> None:
+        serial = document.serial
+        if serial in self.checked:
+            return
+        if self.term in document.folded:
+            self.content.add(serial)
+        if self.term in document.folded_path:
+            self.path.add(serial)
+        self.checked.add(serial)
+
+
+class Postings:
+    """A scope's recent search terms and the documents containing them, so a search of
+    known words scans no document again: only documents new or changed since (a new
+    serial) are checked for a term. Held in memory only, bounded in terms."""
+
+    def __init__(self) -> None:
+        self._terms: OrderedDict[bytes, Posting] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, term: bytes, documents: int) -> Posting:
+        """The posting of `term`; begun again once it remembers four times more
+        documents than the scope has (those of changed documents, no longer there)."""
+        with self._lock:
+            posting = self._terms.get(term)
+            if posting is None or len(posting.checked) > 4 * documents + 64:
+                posting = self._terms[term] = Posting(term)
+                entries = sum(len(known.checked) for known in self._terms.values())
+                while entries + documents > POSTINGS_MAX_ENTRIES and len(self._terms) > 1:
+                    entries -= len(self._terms.popitem(last=False)[1].checked)
+            self._terms.move_to_end(term)
+            return posting
+
+
 @dataclass
 class ScopeCache:
-    """What searches of one scope remember: documents and directory listings."""
+    """What searches of one scope remember: documents, directory listings, and which
+    documents contain recent terms."""
 
     documents: dict[str, CachedDocument] = field(default_factory=dict)
     listings: fs.ListingCache = field(default_factory=dict)
+    postings: Postings = field(default_factory=Postings)
 
     def cost(self) -> int:
         return sum(document.cost for document in self.documents.values())

@@ -123,7 +123,11 @@ class _Scanner:
         self.scanned_bytes = 0
         self.incomplete = False
         self.seen: set[str] = set()
-        self.candidates: list[_Candidate] = []
+        self.scanned: dict[int, tuple[str, CachedDocument]] = {}
+        """Serial → (path, document) of every document scanned, in scan order."""
+        documents = len(self.scope_cache.documents)
+        self.postings = [self.scope_cache.postings.get(term, documents)
+                         for term in query.folded]
 
     def prefix(self, parent: int, prefix: tuple[str, ...]) -> None:
         """Scan the directory (or the single document) a `path_prefix` names."""
@@ -146,10 +150,39 @@ class _Scanner:
         return fs.TreeWalk(dir_fd, prefix, SCAN_MAX_DIR_ENTRIES, self.scope_cache.listings)
 
     def tree(self, walk: fs.TreeWalk) -> None:
-        one = self.one
+        """Scan every document of `walk`. A cached document whose `lstat` key still
+        matches is scanned right here (most documents of a warm search: this loop is
+        the search's cost); any other goes through `one`."""
+        one, clock, stat_ = self.one, self.clock, os.stat
+        documents = self.scope_cache.documents
+        seen, scanned, postings = self.seen, self.scanned, self.postings
+        started = self.started
         for dir_fd, prefix, names in walk.runs():
             for name in names:
-                if not one(dir_fd, name, prefix + name):
+                path = prefix + name
+                document = documents.get(path)
+                if document is not None:
+                    try:
+                        st = stat_(name, dir_fd=dir_fd, follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    size = len(document.raw)
+                    if (document.key == (st.st_ino, st.st_size, st.st_mtime_ns,
+                                         st.st_ctime_ns)
+                            and self.scanned_files < SCAN_MAX_FILES
+                            and clock() - started <= SCAN_MAX_SECONDS
+                            and self.scanned_bytes + size <= SCAN_MAX_BYTES):
+                        self.scanned_files += 1
+                        self.scanned_bytes += size
+                        seen.add(path)
+                        scanned[document.serial] = path, document
+                        for posting in postings:
+                            posting.check(document)
+                        continue
+                    if not one(dir_fd, name, path, st):
+                        self.incomplete = True
+                        return
+                elif not one(dir_fd, name, path):
                     self.incomplete = True
                     return
         if walk.stopped_early:
@@ -189,10 +222,27 @@ class _Scanner:
         self.scanned_files += 1
         self.scanned_bytes += len(document.raw)
         self.seen.add(path)
-        match = document.match(self.query.folded)
-        if match is not None:
-            self.candidates.append(_Candidate(path, document, match))
+        self.scanned[document.serial] = path, document
+        for posting in self.postings:
+            posting.check(document)
         return True
+
+    def candidates(self) -> list[_Candidate]:
+        """The scanned documents matching a term, from the terms' postings (set
+        operations: no document is read here)."""
+        current = self.scanned.keys()
+        contents = [posting.content & current for posting in self.postings]
+        paths = [posting.path & current for posting in self.postings]
+        found = set().union(*contents, *paths)
+        candidates = []
+        for serial in found:  # `_rank` orders them (by path last: a total order)
+            path, document = self.scanned[serial]
+            content = tuple(i for i, hits in enumerate(contents) if serial in hits)
+            in_path = tuple(i for i, hits in enumerate(paths) if serial in hits)
+            matched = tuple(sorted({*content, *in_path})) if in_path else content
+            candidates.append(_Candidate(path, document, TermMatch(content, in_path,
+                                                                   matched)))
+        return candidates
 
 
 def search(
@@ -238,9 +288,10 @@ def _rank(candidates: list[_Candidate], folded: tuple[bytes, ...], limit: int) -
 
 def _respond(scan: _Scanner, limit: int) -> dict[str, Any]:
     query = scan.query
-    truncated = len(scan.candidates) > limit
+    candidates = scan.candidates()
+    truncated = len(candidates) > limit
     results = []
-    for candidate in _rank(scan.candidates, query.folded, limit):
+    for candidate in _rank(candidates, query.folded, limit):
         terms = [query.folded[i] for i in candidate.match.content]
         hits, more = _hits(candidate.document, terms)
         truncated = truncated or more

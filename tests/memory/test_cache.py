@@ -57,3 +57,23 @@ def test_fresh_files_are_not_cached(memory_root: Path, store: Store, scope: Scop
     store.upsert(scope, "new.md", "term\n", "absent")
     assert [r["path"] for r in store.search(scope, "term")["results"]] == ["new.md"]
     assert store.cache.scope("global").documents == {}
+
+
+def test_postings_check_each_document_once_and_stay_bounded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A term's posting scans a document once (a changed document is a new object, so it
+    is scanned again); the least recently searched terms go past the entry bound."""
+    from amux.memory import cache
+
+    postings = cache.Postings()
+    old = CachedDocument((1, 3, 0, 0), b"abc", b"abc", b"p.md")
+    posting = postings.get(b"b", 1)
+    posting.check(old)
+    assert postings.get(b"b", 1) is posting and old.serial in posting.content
+    new = CachedDocument((1, 3, 1, 1), b"xyz", b"xyz", b"p.md")  # the same path, changed
+    posting.check(new)
+    assert new.serial in posting.checked and new.serial not in posting.content
+    monkeypatch.setattr(cache, "POSTINGS_MAX_ENTRIES", 4)
+    for term in (b"c", b"d", b"e"):
+        postings.get(term, 1).check(new)
+    assert postings.get(b"b", 1) is not posting  # forgotten: the oldest went first
