@@ -120,10 +120,12 @@ def _throughput(connection: Connection, seconds: float, read: str, writes: list[
 
 
 @contextlib.contextmanager
-def hub_process(home: Path) -> Iterator[tuple[subprocess.Popen[str], Connection]]:
-    """A Hub process on `home`, memory on, and its owner's connection; stopped at the
-    end (SIGTERM) unless the caller already ended it (the fault benchmark kills it)."""
-    process = subprocess.Popen([sys.executable, "-m", "amux.hub.server", str(home)],
+def hub_process(home: Path, wrapper: tuple[str, ...] = ()
+                ) -> Iterator[tuple[subprocess.Popen[str], Connection]]:
+    """A Hub process on `home` (`wrapper` in front of it, e.g. `prlimit`), memory on,
+    and its owner's connection; stopped at the end (SIGTERM) unless the caller already
+    ended it (the fault benchmark kills it)."""
+    process = subprocess.Popen([*wrapper, sys.executable, "-m", "amux.hub.server", str(home)],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         assert process.stdout is not None

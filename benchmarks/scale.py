@@ -14,11 +14,12 @@ A real Hub on a temp AMUX_HOME, memory on, 300 documents of the benchmark corpus
   process) run every few seconds meanwhile.
 - **Raw clients.** `--raw` keep-alive HTTP connections on the Hub's socket, each
   sending a `get` every 1–2 s: how many were served, answers by status.
-- **At the cap.** The owner's socket filled to its cap (`hub status` says it) with
-  authenticated keep-alive connections, idle after one `get` each, as sessions hold them:
-  what one more client reads, and `amux hub status` while the listener is full.
-- **TLS** (when `openssl` makes a certificate): the raw clients over the TLS listener,
-  and the same at its cap.
+- **TLS** (when `openssl` makes a certificate): the raw clients over the TLS listener.
+- **At the cap.** The same home restarted under `prlimit --nofile=--cap-nofile`, so a
+  listener fills before the Hub's 30 s idle close: the owner's socket, then the TLS
+  listener, filled to the cap `hub status` says with authenticated keep-alive
+  connections, idle after one `get` each, as sessions hold them: what one more client
+  reads, and `amux hub status` while the listener is full.
 """
 
 from __future__ import annotations
@@ -335,9 +336,7 @@ def _tls(home: Path) -> tuple[Path, int] | None:
     return cert, port
 
 
-@contextlib.contextmanager
-def _corpus_hub(work: Path, tls: bool) -> Iterator[tuple[Path, subprocess.Popen[str],
-                                                          Connection, Any]]:
+def _corpus_home(work: Path) -> Path:
     home = work / "home"
     scope = home / "memory" / "global"
     corpus = work / "corpus"
@@ -349,18 +348,24 @@ def _corpus_hub(work: Path, tls: bool) -> Iterator[tuple[Path, subprocess.Popen[
         (scope / path).parent.mkdir(parents=True, exist_ok=True)
         (scope / path).write_bytes(data)
     shutil.rmtree(corpus)
-    made = _tls(home) if tls else None
-    with hub_process(home) as (process, connection):
+    return home
+
+
+@contextlib.contextmanager
+def _corpus_hub(home: Path, wrapper: tuple[str, ...] = ()
+                ) -> Iterator[tuple[subprocess.Popen[str], Connection]]:
+    with hub_process(home, wrapper) as (process, connection):
         with HubClient(connection) as client:
             while not client.call("/v1/status", {}).get("history_caught_up", True):
                 time.sleep(0.1)
-        yield home, process, connection, made
+        yield process, connection
 
 
-def _status(connection: Connection) -> dict[str, Any]:
+def _caps(connection: Connection) -> list[int]:
+    """Each listener's connection cap, as `hub status` says it."""
     with HubClient(connection) as client:
         status: dict[str, Any] = client.call("/v1/status", {})
-        return status
+    return [int(listener["connections"]["max"]) for listener in status["listeners"]]
 
 
 def _raise_nofile() -> None:
@@ -379,6 +384,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="how long each load runs (default 60)")
     parser.add_argument("--raw", type=int, default=1000,
                         help="raw keep-alive clients (default 1000; 0 skips)")
+    parser.add_argument("--cap-nofile", type=int, default=640,
+                        help="the descriptor limit of the Hub filled to its cap "
+                        "(default 640: 176 connections per listener)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     _raise_nofile()
@@ -389,12 +397,14 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join(["python -m benchmarks.scale",
                              *(argv if argv is not None else sys.argv[1:])])}
     try:
-        with _corpus_hub(work, tls=True) as (home, process, connection, tls):
-            scope = home / "memory" / "global"
-            paths = sorted(str(p.relative_to(scope)) for p in scope.rglob("*.md"))
-            text = " ".join((scope / p).read_text() for p in paths[:40])
-            words = sorted({w for w in text.split() if w.isalpha() and len(w) > 5})[:400]
-            result["documents"] = len(paths)
+        home = _corpus_home(work)
+        tls = _tls(home)
+        scope = home / "memory" / "global"
+        paths = sorted(str(p.relative_to(scope)) for p in scope.rglob("*.md"))
+        text = " ".join((scope / p).read_text() for p in paths[:40])
+        words = sorted({w for w in text.split() if w.isalpha() and len(w) > 5})[:400]
+        result["documents"] = len(paths)
+        with _corpus_hub(home) as (process, connection):
             result["sessions"] = []
             for count in (int(n) for n in args.sessions.split(",") if n):
                 print(f"[scale] {count} MCP sessions for {args.seconds:.0f} s", flush=True)
@@ -402,8 +412,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[scale]   {json.dumps(row)}", flush=True)
                 result["sessions"].append(row)
             socket_path = connection.hub.removeprefix("unix:")
-            token = connection.token or ""
-            request = _get_request(paths[0], token)
+            request = _get_request(paths[0], connection.token or "")
+            result["cap_per_listener"] = _caps(connection)[0]
             if args.raw:
                 print(f"[scale] {args.raw} raw keep-alive clients", flush=True)
                 with _Watch(process.pid, home, status_every=5.0) as watch:
@@ -411,32 +421,38 @@ def main(argv: list[str] | None = None) -> int:
                                     request, args.raw, args.seconds)
                 result["raw"] = raw | watch.report()
                 print(f"[scale]   {json.dumps(result['raw'])}", flush=True)
+                if tls is not None:
+                    print(f"[scale] {args.raw} raw keep-alive clients over TLS", flush=True)
+                    context = ssl.create_default_context(cafile=str(tls[0]))
+                    with _Watch(process.pid, home, status_every=5.0) as watch:
+                        raw = bench_raw(lambda: asyncio.open_connection(
+                            "127.0.0.1", tls[1], ssl=context), request, args.raw,
+                            args.seconds)
+                    result["raw_tls"] = raw | watch.report()
+                    print(f"[scale]   {json.dumps(result['raw_tls'])}", flush=True)
+        # At the cap: the same home under a small descriptor limit, so a listener fills
+        # within the Hub's 30 s idle close (filling 8,192 TLS connections one by one
+        # takes minutes here); the mechanism is the same at any cap.
+        with _corpus_hub(home, ("prlimit", f"--nofile={args.cap_nofile}")) as (
+                process, connection):
+            caps = _caps(connection)
+            result["capped"] = {"nofile": args.cap_nofile, "cap_per_listener": caps[0]}
+            socket_path = connection.hub.removeprefix("unix:")
+            request = _get_request(paths[0], connection.token or "")
 
             def unix() -> socket.socket:
                 sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
                 sock.connect(socket_path)
                 return sock
 
-            caps = [listener["connections"]["max"] for listener in
-                    _status(connection)["listeners"]]
             print(f"[scale] the owner's socket at its cap ({caps[0]})", flush=True)
-            result["cap_per_listener"] = caps[0]
             result["at_cap"] = bench_at_cap(home, unix, request, caps[0])
             print(f"[scale]   {json.dumps(result['at_cap'])}", flush=True)
             if tls is not None:
-                cert, port = tls
-                context = ssl.create_default_context(cafile=str(cert))
-                if args.raw:
-                    print(f"[scale] {args.raw} raw keep-alive clients over TLS", flush=True)
-                    with _Watch(process.pid, home, status_every=5.0) as watch:
-                        raw = bench_raw(lambda: asyncio.open_connection(
-                            "127.0.0.1", port, ssl=context), _get_request(paths[0], token),
-                            args.raw, args.seconds)
-                    result["raw_tls"] = raw | watch.report()
-                    print(f"[scale]   {json.dumps(result['raw_tls'])}", flush=True)
+                context = ssl.create_default_context(cafile=str(tls[0]))
 
                 def over_tls() -> socket.socket:
-                    raw_sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+                    raw_sock = socket.create_connection(("127.0.0.1", tls[1]), timeout=10)
                     return context.wrap_socket(raw_sock, server_hostname="127.0.0.1")
 
                 print(f"[scale] the TLS listener at its cap ({caps[-1]})", flush=True)
@@ -454,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
 def markdown(result: dict[str, Any]) -> str:
     """The rows docs/benchmarks.md quotes."""
     lines = [f"Run {result['date']}, `{result['command']}`, {result.get('documents')} "
-             "documents:", "",
+             f"documents, {result.get('cap_per_listener')} connections per listener:", "",
              "| sessions | calls | errors | get p50/p95/p99 ms | search p50/p95/p99 ms "
              "| Hub CPU | Hub peak RSS | `hub status` p50/max |",
              "|---|---|---|---|---|---|---|---|"]
@@ -488,8 +504,9 @@ def markdown(result: dict[str, Any]) -> str:
     for key, label in (("at_cap", "owner's socket"), ("at_cap_tls", "TLS listener")):
         cap = result.get(key)
         if cap:
-            lines.append(f"\nAt the cap ({label}): {cap['connections_held']:,} authenticated "
-                         "keep-alive connections held, one more client read "
+            lines.append(f"\nAt the cap ({label}, the Hub under `prlimit --nofile="
+                         f"{result['capped']['nofile']}`): {cap['connections_held']:,} "
+                         "authenticated keep-alive connections held, one more client read "
                          f"{cap['refused_client_read']!r}; `amux hub status` meanwhile "
                          f"{status(cap)}.")
     return "\n".join(lines)
