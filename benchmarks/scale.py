@@ -71,6 +71,8 @@ class _Sample:
         self.errors: Counter[str] = Counter()
         self.unavailable = 0
         self.started = 0
+        self.client_cpu = 0.0
+        """CPU seconds the MCP server processes used (they share the machine's cores)."""
 
 
 async def _session(argv: list[str], env: dict[str, str], paths: list[str],
@@ -112,6 +114,9 @@ async def _session(argv: list[str], env: dict[str, str], paths: list[str],
                 except (ValueError, KeyError, TypeError):
                     sample.errors["other"] += 1
     finally:
+        with contextlib.suppress(psutil.Error):
+            times = psutil.Process(process.pid).cpu_times()
+            sample.client_cpu += times.user + times.system
         process.stdin.close()
         try:
             _, err = await asyncio.wait_for(process.communicate(), 30)
@@ -202,13 +207,20 @@ def bench_sessions(home: Path, pid: int, sessions: int, seconds: float, paths: l
         await asyncio.gather(*(_session(argv, env, paths, words, until, sample, starts)
                                for _ in range(sessions)))
 
+    driver = resource.getrusage(resource.RUSAGE_SELF)
+    wall = time.monotonic()
     with _Watch(pid, home, status_every=5.0) as watch:
         asyncio.run(run())
+    wall = time.monotonic() - wall
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    driver_cpu = used.ru_utime + used.ru_stime - driver.ru_utime - driver.ru_stime
     calls = sum(len(values) for values in sample.latency.values())
     return {"sessions": sessions, "started": sample.started, "calls": calls,
             "errors": dict(sample.errors), "error_share": round(
                 sum(sample.errors.values()) / max(1, calls), 4),
             "unavailable_at_start": sample.unavailable,
+            "mcp_servers_cpu_percent": round(100 * sample.client_cpu / wall, 1),
+            "driver_cpu_percent": round(100 * driver_cpu / wall, 1),
             **{tool: _summary(values) for tool, values in sample.latency.items() if values},
             **watch.report()}
 
@@ -472,8 +484,8 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"Run {result['date']}, `{result['command']}`, {result.get('documents')} "
              f"documents, {result.get('cap_per_listener')} connections per listener:", "",
              "| sessions | calls | errors | get p50/p95/p99 ms | search p50/p95/p99 ms "
-             "| Hub CPU | Hub peak RSS | `hub status` p50/max |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| Hub CPU | Hub peak RSS | `hub status` p50/max | MCP servers + driver CPU |",
+             "|---|---|---|---|---|---|---|---|---|"]
 
     def tool(row: dict[str, Any], name: str) -> str:
         values = row.get(name)
@@ -493,7 +505,8 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {row['sessions']} | {row['calls']:,} | {errors} | "
                      f"{tool(row, 'memory_get')} | {tool(row, 'memory_search')} | "
                      f"{row['hub_cpu_percent']}% | {row['hub_peak_rss_mb']} MB | "
-                     f"{status(row)} |")
+                     f"{status(row)} | {row.get('mcp_servers_cpu_percent', '–')}% + "
+                     f"{row.get('driver_cpu_percent', '–')}% |")
     for key, label in (("raw", "raw keep-alive clients"), ("raw_tls", "raw clients over TLS")):
         raw = result.get(key)
         if raw:

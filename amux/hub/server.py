@@ -49,6 +49,10 @@ from amux.memory.store import Store
 
 log = logging.getLogger("amux.hub")
 
+SWITCH_INTERVAL_SECONDS = 0.001
+"""How long a thread holding the GIL may keep it from one that waits (Python's default:
+5 ms). The loop thread answers `get` inline and needs the GIL back after every system
+call; with searches running on the workers it waited up to 5 ms each time."""
 BACKLOG = 1024
 """The default 5 makes a burst of connects fail with EAGAIN; hundreds of sessions may
 connect at once (the kernel caps it at net.core.somaxconn)."""
@@ -141,6 +145,7 @@ class Hub:
 
     def serve(self) -> None:
         """Serve until SIGTERM/SIGINT; SIGHUP re-reads config. Cleans up however it ends."""
+        sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
         run = self.pid_path.parent
         sockdir.ensure(run, sockdir.PRIVATE, "choose another AMUX_HOME")
         if self.socket_path.parent != run:
