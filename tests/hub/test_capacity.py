@@ -29,25 +29,15 @@ NOFILE = 640
 (640 - 128 - 3 × (16 + 64)) // 3 = 90 connections."""
 
 
-def _capped(home: Path, nofile: int = NOFILE) -> tuple[str, ...]:
-    del home
+def _capped(nofile: int = NOFILE) -> tuple[str, ...]:
     return ("prlimit", f"--nofile={nofile}")
 
 
 @pytest.fixture
 def capped(short_home: Path, tmp_path: Path) -> Iterator[Exposed]:
-    hub = expose(short_home, tmp_path, _capped(short_home))
+    hub = expose(short_home, tmp_path, _capped())
     yield hub
     hub.hub.stop()
-
-
-@pytest.fixture
-def sockets() -> Iterator[list[socket.socket]]:
-    """Where a test puts the sockets it opens: all closed at its end, however it ends."""
-    opened: list[socket.socket] = []
-    yield opened
-    for sock in opened:
-        sock.close()
 
 
 def _answer_now(sock: socket.socket) -> int | None:
@@ -66,13 +56,13 @@ def _get_request(token: str) -> bytes:
 
 
 def _held(hub: HubProcess, token: str, count: int,
-          sockets: list[socket.socket]) -> list[socket.socket]:
+          opened: list[socket.socket]) -> list[socket.socket]:
     """`count` authenticated keep-alive connections on the owner's socket, each idle
     after one answered `get` (as a pooled MCP connection was)."""
     held = []
     for _ in range(count):
         sock = connect(hub.socket_path, timeout=10)
-        sockets.append(sock)
+        opened.append(sock)
         sock.sendall(_get_request(token))
         held.append(sock)
     for sock in held:
@@ -91,7 +81,7 @@ def test_each_listener_takes_its_share_of_the_descriptor_limit(capped: Exposed) 
 
 
 def test_stalled_heads_fill_their_listener_and_every_refused_one_is_told(
-        capped: Exposed, sockets: list[socket.socket]) -> None:
+        capped: Exposed, opened: list[socket.socket]) -> None:
     """Heads that never end fill the shared socket up to its cap; each connection past
     it reads `hub_busy` (none is reset); the owner's socket still serves; once they go
     the shared socket serves again."""
@@ -100,7 +90,7 @@ def test_stalled_heads_fill_their_listener_and_every_refused_one_is_told(
     held = []
     for _ in range(cap + 150):  # past the cap, past the refusals it answers at leisure too
         sock = connect(capped.shared, timeout=5)
-        sockets.append(sock)
+        opened.append(sock)
         sock.sendall(partial)
         held.append(sock)
     time.sleep(0.5)
@@ -120,14 +110,14 @@ def test_stalled_heads_fill_their_listener_and_every_refused_one_is_told(
 
 
 def test_a_refused_tls_client_reads_hub_busy(capped: Exposed,
-                                             sockets: list[socket.socket]) -> None:
+                                             opened: list[socket.socket]) -> None:
     context = ssl.create_default_context(cafile=str(capped.cert))
 
     def tls() -> ssl.SSLSocket:
         raw = socket.create_connection(("127.0.0.1", capped.tls_port), timeout=10)
-        sockets.append(raw)  # closed by the wrapped socket, or here if wrapping fails
+        opened.append(raw)  # closed by the wrapped socket, or here if wrapping fails
         wrapped = context.wrap_socket(raw, server_hostname="127.0.0.1")
-        sockets.append(wrapped)  # kept: a socket collected as garbage is closed
+        opened.append(wrapped)  # kept: a socket collected as garbage is closed
         return wrapped
 
     token = capped.hub.owner_token
@@ -146,18 +136,18 @@ def test_a_refused_tls_client_reads_hub_busy(capped: Exposed,
 
 
 def test_a_full_owner_socket_never_locks_out_its_owner(
-        short_home: Path, sockets: list[socket.socket]) -> None:
+        short_home: Path, opened: list[socket.socket]) -> None:
     """The owner's own sessions fill its socket: `amux hub status` still answers at
     once (the reserve), and `amux memory show` waits, retrying, until a connection
     goes, then succeeds (real CLI processes)."""
     first = HubProcess(short_home)
     first.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "true"})
     first.stop()
-    hub = HubProcess(short_home, _capped(short_home, 400))
+    hub = HubProcess(short_home, _capped(400))
     try:
         cap = int(hub.status["listeners"][0]["connections"]["max"])
         assert cap == 400 - loop.FD_RESERVE - loop.OWNER_RESERVE - loop.REFUSING_MAX
-        held = _held(hub, hub.owner_token, cap, sockets)
+        held = _held(hub, hub.owner_token, cap, opened)
         started = time.monotonic()
         code, status, err = amux(short_home, "hub", "status")
         assert code == 0 and status["running"] is True, err

@@ -45,15 +45,6 @@ def exposed(short_home: Path, tmp_path: Path) -> Iterator[Exposed]:
     hub.hub.stop()
 
 
-@pytest.fixture
-def opened() -> Iterator[list[socket.socket]]:
-    """Where a test puts the sockets it opens: all closed at its end, however it ends."""
-    sockets: list[socket.socket] = []
-    yield sockets
-    for sock in sockets:
-        sock.close()
-
-
 def _announce(token: str | None) -> bytes:
     """The head of an upsert announcing a 1 MiB body."""
     auth = f"Authorization: Bearer {token}\r\n" if token else ""
