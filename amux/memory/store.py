@@ -86,10 +86,6 @@ class Store:
         self._usage: dict[str, tuple[ScopeUsage, float]] = {}
         self._recent = RecentRevisions()
         self._guard = threading.Lock()
-        self._search_lock = threading.Lock()
-        """One search scans at a time: searches are pure Python, and threads scanning
-        together fight over the GIL (4 at once: 115 searches/s on 2 cores, against 210-280
-        one at a time; docs/store.md "Search")."""
         self._lock_fd: int | None = None
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -148,9 +144,7 @@ class Store:
         with self._scope_dir(scope, create=False) as scope_fd:
             if scope_fd is None:
                 return {"results": [], "scanned_files": 0, "incomplete": False, "truncated": False}
-            with self._search_lock:  # its 250 ms budget starts once it runs
-                return search(scope_fd, scope.binding, parsed, prefix, count, self.cache,
-                              self.clock)
+            return search(scope_fd, scope.binding, parsed, prefix, count, self.cache, self.clock)
 
     def get(
         self,
