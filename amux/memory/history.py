@@ -262,19 +262,20 @@ class _Repo:
             raise
         if self._logged is not None:
             self._logged[:0] = reversed(self._staged_log)
-        self._staged.clear()
-        self._staged_log.clear()
-        self._staged_head = None
+        self._unstage()
         self._packs_written += 1
-        if self._packs_written >= PACKS_MAX:
+        if self._packs_written > PACKS_MAX:
             self._merge_packs()
 
     def discard(self) -> None:
         """Forget what is staged (the trees held in memory are read again as needed)."""
+        self._unstage()
+        self._dirs.clear()
+
+    def _unstage(self) -> None:
         self._staged.clear()
         self._staged_log.clear()
         self._staged_head = None
-        self._dirs.clear()
 
     def _append(self, path: str, data: bytes | None, author: bytes, committer: bytes,
                 message: str, only_a_change: bool) -> bytes | None:
