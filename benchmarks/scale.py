@@ -66,8 +66,11 @@ def _line(message: dict[str, Any]) -> bytes:
 class _Sample:
     """What the sessions saw, shared by their tasks (one event loop: no lock)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sessions: int) -> None:
+        self.sessions = sessions
         self.latency: dict[str, list[float]] = {"memory_search": [], "memory_get": []}
+        self.steady: dict[str, list[float]] = {"memory_search": [], "memory_get": []}
+        """The calls made once every session had started (no start-ups beside them)."""
         self.errors: Counter[str] = Counter()
         self.unavailable = 0
         self.started = 0
@@ -103,7 +106,10 @@ async def _session(argv: list[str], env: dict[str, str], paths: list[str],
             number += 1
             started = time.perf_counter()
             answer = json.loads(await process.stdout.readline())
-            sample.latency[tool].append(time.perf_counter() - started)
+            took = time.perf_counter() - started
+            sample.latency[tool].append(took)
+            if sample.started == sample.sessions:
+                sample.steady[tool].append(took)
             result = answer.get("result", {})
             if "error" in answer:
                 sample.errors["jsonrpc"] += 1
@@ -127,14 +133,26 @@ async def _session(argv: list[str], env: dict[str, str], paths: list[str],
             sample.unavailable += 1
 
 
+def _children_cpu(process: psutil.Process) -> float:
+    """CPU seconds of the Hub's children now running (its search process)."""
+    used = 0.0
+    for child in process.children():
+        with contextlib.suppress(psutil.Error):
+            times = child.cpu_times()
+            used += times.user + times.system
+    return used
+
+
 class _Watch:
-    """The Hub's CPU share and peak RSS, and `amux hub status` timed, while it is loaded."""
+    """The Hub's CPU share and peak RSS (and its search process's), and `amux hub status`
+    timed, while it is loaded."""
 
     def __init__(self, pid: int, home: Path, status_every: float) -> None:
         self.process = psutil.Process(pid)
         self.home = home
         self.status_every = status_every
         self.peak_rss = 0
+        self.peak_children_rss = 0
         self.status: list[float] = []
         self.status_failed = 0
         self._stop = threading.Event()
@@ -143,6 +161,7 @@ class _Watch:
 
     def __enter__(self) -> _Watch:
         self._cpu = self.process.cpu_times()
+        self._children_cpu = _children_cpu(self.process)
         self._wall = time.monotonic()
         for thread in self._threads:
             thread.start()
@@ -154,12 +173,17 @@ class _Watch:
             thread.join(timeout=60)
         cpu = self.process.cpu_times()
         used = (cpu.user + cpu.system) - (self._cpu.user + self._cpu.system)
-        self.cpu_percent = round(100 * used / (time.monotonic() - self._wall), 1)
+        wall = time.monotonic() - self._wall
+        self.cpu_percent = round(100 * used / wall, 1)
+        children = _children_cpu(self.process) - self._children_cpu
+        self.children_cpu_percent = round(100 * max(0.0, children) / wall, 1)
 
     def _rss(self) -> None:
         while not self._stop.wait(0.25):
             with contextlib.suppress(psutil.Error):
                 self.peak_rss = max(self.peak_rss, self.process.memory_info().rss)
+                children = sum(child.memory_info().rss for child in self.process.children())
+                self.peak_children_rss = max(self.peak_children_rss, children)
 
     def _status(self) -> None:
         while not self._stop.wait(self.status_every):
@@ -170,6 +194,8 @@ class _Watch:
     def report(self) -> dict[str, Any]:
         return {"hub_cpu_percent": self.cpu_percent,
                 "hub_peak_rss_mb": round(self.peak_rss / 2**20, 1),
+                "search_process_cpu_percent": self.children_cpu_percent,
+                "search_process_peak_rss_mb": round(self.peak_children_rss / 2**20, 1),
                 "hub_status": _summary(self.status) if self.status else None,
                 "hub_status_failed": self.status_failed}
 
@@ -197,7 +223,7 @@ def bench_sessions(home: Path, pid: int, sessions: int, seconds: float, paths: l
     env = {k: v for k, v in os.environ.items() if not k.startswith("AMUX_")}
     env["AMUX_HOME"] = str(home)  # the local default connection of that home
     argv = [*amux_command(), "memory", "mcp"]
-    sample = _Sample()
+    sample = _Sample(sessions)
 
     async def run() -> None:
         starts = asyncio.Semaphore(8)
@@ -222,6 +248,8 @@ def bench_sessions(home: Path, pid: int, sessions: int, seconds: float, paths: l
             "mcp_servers_cpu_percent": round(100 * sample.client_cpu / wall, 1),
             "driver_cpu_percent": round(100 * driver_cpu / wall, 1),
             **{tool: _summary(values) for tool, values in sample.latency.items() if values},
+            **{f"{tool}_steady": _summary(values) for tool, values in sample.steady.items()
+               if values},
             **watch.report()}
 
 
@@ -484,8 +512,9 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"Run {result['date']}, `{result['command']}`, {result.get('documents')} "
              f"documents, {result.get('cap_per_listener')} connections per listener:", "",
              "| sessions | calls | errors | get p50/p95/p99 ms | search p50/p95/p99 ms "
-             "| Hub CPU | Hub peak RSS | `hub status` p50/max | MCP servers + driver CPU |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| Hub CPU | Hub peak RSS | search process CPU / RSS | `hub status` p50/max "
+             "| MCP servers + driver CPU |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
 
     def tool(row: dict[str, Any], name: str) -> str:
         values = row.get(name)
@@ -505,8 +534,15 @@ def markdown(result: dict[str, Any]) -> str:
         lines.append(f"| {row['sessions']} | {row['calls']:,} | {errors} | "
                      f"{tool(row, 'memory_get')} | {tool(row, 'memory_search')} | "
                      f"{row['hub_cpu_percent']}% | {row['hub_peak_rss_mb']} MB | "
+                     f"{row['search_process_cpu_percent']}% / "
+                     f"{row['search_process_peak_rss_mb']} MB | "
                      f"{status(row)} | {row.get('mcp_servers_cpu_percent', '–')}% + "
                      f"{row.get('driver_cpu_percent', '–')}% |")
+    for row in result.get("sessions", []):
+        if row.get("memory_get_steady"):
+            lines.append(f"\nOnce all {row['sessions']} sessions had started (no start-ups "
+                         f"beside the calls): get {tool(row, 'memory_get_steady')} ms, "
+                         f"search {tool(row, 'memory_search_steady')} ms (p50/p95/p99).")
     for key, label in (("raw", "raw keep-alive clients"), ("raw_tls", "raw clients over TLS")):
         raw = result.get(key)
         if raw:

@@ -123,7 +123,7 @@ class _Session:
         files_before = snapshot(self.homes.root)
         turn.store_before = self.hub.documents()
         proxy.tag = tag
-        argv = [sys.executable, "-m", "amux", "run", *self.options, str(self.binary), "--",
+        argv = [sys.executable, "-P", "-m", "amux", "run", *self.options, str(self.binary), "--",
                 *turn_args(self.plan, prompt)]
         started = time.monotonic()
         process = subprocess.Popen(argv, cwd=self.homes.work, env=self.env,

@@ -92,7 +92,9 @@ def _spawn(home: Path) -> dict[str, Any]:
     """Run the Hub detached (`--detach`) and wait for its readiness line."""
     with open(log_path(home), "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "amux.hub.server", "--detach", str(home)],
+            # -P: the starter's working directory (a cloned repository, /tmp) is not
+            # put on the Hub's import path, so nothing there runs as the Hub
+            [sys.executable, "-P", "-m", "amux.hub.server", "--detach", str(home)],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, close_fds=True,
         )
     process.wait(timeout=READY_TIMEOUT)  # the intermediate: the Hub is its child, not ours

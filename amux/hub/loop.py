@@ -7,9 +7,9 @@ call is blocking file I/O that an event loop must hand to threads anyway, and
 the stack adds layers and a dependency to every request. So: one `selectors`
 loop accepts, reads, frames (`amux.hub.http`) and writes for every listener
 (Unix sockets and TLS), answers the cheap bounded reads itself
-(`INLINE_PATHS`), and hands searches (up to 250 ms of scanning), durable writes
-(fsync) and administration to `WORKERS` threads, whose answers come back
-through a wake-up socket.
+(`INLINE_PATHS`), and hands searches (up to 250 ms of scanning, most of it in the
+search process: `amux.hub.searcher`), durable writes (fsync) and administration to
+`WORKERS` threads, whose answers come back through a wake-up socket.
 
 Before a request's head is complete and its token checked (`preflight`), a
 connection is a stranger's: it may hold at most a head, only for

@@ -1,7 +1,8 @@
 """The Hub process: HTTP/1.1 JSON on the owner's Unix socket (SPEC §4).
 
 The sockets are served by `amux.hub.loop` (one event loop, a small worker pool
-for searches and durable writes; the module says why), requests are framed by
+for searches and durable writes; the module says why), searches mostly scan in a
+child process (`amux.hub.searcher`), requests are framed by
 `amux.hub.http`, and answered by `amux.hub.api.HubApi`; this module owns the
 process: listeners, pid file, owner credential, signals and clean shutdown.
 
@@ -41,6 +42,7 @@ from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
 from amux.hub.loop import EventLoop, Listener, connection_cap
 from amux.hub.paths import owner_socket_path, pid_path
+from amux.hub.searcher import SearchProcess
 from amux.memory.durable import write_file_atomic
 from amux.memory.errors import AmuxError, InvalidArgument
 from amux.memory.faults import storage_error
@@ -66,6 +68,8 @@ class Hub:
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.history = History(home / "history")
         self.store = Store(home / "memory", exclusive=True, history=self.history)
+        self.searches = SearchProcess(self.store.search_here)
+        self.store.searcher = self.searches
         _report_tidy(self.store)
         self.registry = Registry(home)
         self.config = ConfigFile(home)
@@ -192,6 +196,7 @@ class Hub:
                 listener.sock.close()
             for path in (*bound, self.pid_path):
                 path.unlink(missing_ok=True)
+            self.searches.close()
             self.history.close()
             self.store.close()
 

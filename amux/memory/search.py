@@ -19,7 +19,7 @@ import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from amux.client.wire import encoded_size
 from amux.memory import fs
@@ -47,6 +47,14 @@ _WHITESPACE = re.compile(
 """The Unicode White_Space property (str.split() would also split on U+001C-U+001F)."""
 _SNIPPET_LEAD = 60
 """Bytes of context kept before the first match when a long line is cut."""
+
+
+class Searcher(Protocol):
+    """How a `Store` has one search run over a scope directory it opened: `search` with
+    its own cache, or the Hub's search process (`amux.hub.searcher`)."""
+
+    def __call__(self, scope_fd: int, scope_key: str, query: Query,
+                 prefix: tuple[str, ...], limit: int) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)

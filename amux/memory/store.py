@@ -53,7 +53,7 @@ from amux.memory.paths import LogicalPath, validate_path, validate_prefix
 from amux.memory.quota import ScopeUsage
 from amux.memory.revision import ABSENT, RecentRevisions, check_expected, revision_of
 from amux.memory.scope import GLOBAL, Scope
-from amux.memory.search import Clock, check_limit, parse_query, search
+from amux.memory.search import Clock, Query, Searcher, check_limit, parse_query, search
 
 USAGE_TTL_SECONDS = 2.0
 """How long a scope's counted usage is trusted before a write re-counts it.
@@ -82,6 +82,8 @@ class Store:
         self.clock = clock
         self.wall_clock = wall_clock
         self.cache = cache if cache is not None else SearchCache()
+        self.searcher: Searcher = self.search_here
+        """Runs each search: in this process by default; the Hub sets its search process."""
         self._write_locks: dict[str, threading.Lock] = {}
         self._usage: dict[str, tuple[ScopeUsage, float]] = {}
         self._recent = RecentRevisions()
@@ -144,7 +146,12 @@ class Store:
         with self._scope_dir(scope, create=False) as scope_fd:
             if scope_fd is None:
                 return {"results": [], "scanned_files": 0, "incomplete": False, "truncated": False}
-            return search(scope_fd, scope.binding, parsed, prefix, count, self.cache, self.clock)
+            return self.searcher(scope_fd, scope.binding, parsed, prefix, count)
+
+    def search_here(self, scope_fd: int, scope_key: str, query: Query,
+                    prefix: tuple[str, ...], limit: int) -> dict[str, Any]:
+        """One search in this process, with this store's cache (a `Searcher`)."""
+        return search(scope_fd, scope_key, query, prefix, limit, self.cache, self.clock)
 
     def get(
         self,

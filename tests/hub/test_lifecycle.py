@@ -3,11 +3,14 @@
 A full disk still serves reads (the pid file is best effort); a read-only home, a
 symlink or FIFO planted at the root lock's name each end start-up with one line
 and no traceback; a Hub started on demand by a process that stays alive is not
-that process's child, so `amux hub stop` sees it gone as soon as it exited.
+that process's child, so `amux hub stop` sees it gone as soon as it exited; an
+`amux/` package in the starter's working directory is never imported.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import signal
 import subprocess
@@ -21,7 +24,7 @@ import psutil
 import pytest
 
 from tests.hostile import fill, remount, small_tmpfs
-from tests.hubproc import HubProcess, amux
+from tests.hubproc import Caller, HubProcess, amux
 
 
 @pytest.fixture
@@ -174,6 +177,52 @@ def test_a_start_up_error_reaches_the_starter_with_its_code(short_home: Path) ->
         assert "already in use" in out["error"]["message"], err
     finally:
         first.stop()
+
+
+PLANTED = """\
+import os, pathlib
+pathlib.Path(os.environ["PLANTED_MARK"]).write_text(str(os.getpid()))
+raise SystemExit("planted")
+"""
+
+
+def test_a_package_planted_in_the_starters_directory_never_runs(short_home: Path) -> None:
+    """`amux hub start` (or `amux run`, which starts the Hub on demand) in a cloned
+    repository or /tmp: an `amux/` there is not what the Hub, or its search process,
+    imports."""
+    workdir = short_home.parent / "repo"
+    (workdir / "amux" / "hub").mkdir(parents=True)
+    mark = short_home.parent / "ran"
+    for module in ("amux/__init__.py", "amux/hub/__init__.py", "amux/hub/server.py",
+                   "amux/hub/searcher.py", "amux/__main__.py"):
+        (workdir / module).write_text(PLANTED)
+    installed = str(Path(sys.executable).parent / "amux")
+    env = {**os.environ, "AMUX_HOME": str(short_home), "PLANTED_MARK": str(mark)}
+    run = functools.partial(subprocess.run, cwd=workdir, env=env, capture_output=True,
+                            text=True, timeout=60)
+    started = run([installed, "hub", "start"])
+    assert started.returncode == 0, started.stderr
+    pid = json.loads(started.stdout)["pid"]
+    try:
+        owner = json.loads((short_home / "credentials" / "owner.json").read_text())
+        hub = Caller(str(short_home / "run" / "hub.sock"), owner["token"])
+        hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
+                                      "value": "true"})
+        assert hub.call("/v1/memory/upsert", {"path": "a.md", "content": "kept\n",
+                                              "expected_revision": "absent"})[0] == 200
+        deadline = time.monotonic() + 20
+        while not [c for c in psutil.Process(pid).children()
+                   if "amux.hub.searcher" in c.cmdline()]:
+            assert time.monotonic() < deadline, "no search process started"
+            assert hub.call("/v1/memory/search", {"query": "kept"})[0] == 200
+            time.sleep(0.1)
+        time.sleep(1.0)  # it imported what it imports, and said it is ready
+        status, found = hub.call("/v1/memory/search", {"query": "kept"})
+        assert (status, [r["path"] for r in found["results"]]) == (200, ["a.md"])
+        hub.close()
+    finally:
+        assert run([installed, "hub", "stop"]).returncode == 0
+    assert not mark.exists()
 
 
 def gone(pid: int) -> bool:

@@ -1,0 +1,260 @@
+"""The Hub's search process (`amux.hub.searcher`), with real processes: searches are
+answered there, with the answers of the Hub's own search; when it is killed, fails or
+cannot help (one CPU), the Hub searches itself and no caller sees an error; it ends
+with the Hub, however the Hub ends."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from amux.hub.searcher import SearchProcess
+from amux.memory import GLOBAL, Store
+from amux.memory.search import parse_query
+from tests.hubproc import HubProcess
+
+pytestmark = pytest.mark.timeout(90)
+
+WORDS = ("alpha", "beta", "gamma", "delta", "Epsilon", "zeta", "日本語", "pytest")
+
+
+def searchers(hub_pid: int) -> list[psutil.Process]:
+    """The Hub's search processes now running."""
+    found = []
+    for child in psutil.Process(hub_pid).children():
+        try:
+            if "amux.hub.searcher" in child.cmdline():
+                found.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return found
+
+
+def eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def write(hub: HubProcess, path: str, text: str) -> None:
+    status, body = hub.call("/v1/memory/upsert", {"path": path, "content": text,
+                                                  "expected_revision": "absent"})
+    assert status == 200, body
+
+
+def search(hub: HubProcess, query: str, **more: object) -> tuple[int, dict[str, object]]:
+    status, body = hub.call("/v1/memory/search", {"query": query, **more})
+    return status, body
+
+
+def test_searches_are_answered_by_the_search_process(memory_hub: HubProcess) -> None:
+    for i in range(20):
+        write(memory_hub, f"notes/n{i:02}.md", f"# Note {i}\nalpha {i}\n" + "beta\n" * i)
+    search(memory_hub, "alpha")  # the first search starts it, and is answered by the Hub
+    assert eventually(lambda: len(searchers(memory_hub.process.pid)) == 1)
+    child = searchers(memory_hub.process.pid)[0]
+    # It says it is ready once imported; searches go to it from then on.
+    time.sleep(1.0)
+    before = sum(child.cpu_times()[:2])
+    for _ in range(200):
+        status, body = search(memory_hub, "alpha beta")
+        assert status == 200
+        assert [r["path"] for r in body["results"]] == [  # type: ignore[index]
+            f"notes/n{i:02}.md" for i in range(1, 6)]  # both terms, then by path
+    assert sum(child.cpu_times()[:2]) - before > 0.05  # the scans ran there
+
+
+def test_a_search_sees_the_write_acknowledged_before_it(memory_hub: HubProcess) -> None:
+    write(memory_hub, "a.md", "first\n")
+    search(memory_hub, "first")
+    assert eventually(lambda: len(searchers(memory_hub.process.pid)) == 1)
+    time.sleep(1.0)
+    for i in range(30):
+        status, body = memory_hub.call("/v1/memory/get", {"path": "a.md"})
+        revision = body["revision"]
+        status, body = memory_hub.call("/v1/memory/upsert", {
+            "path": "a.md", "content": f"word{i}\n", "expected_revision": revision})
+        assert status == 200, body
+        status, found = search(memory_hub, f"word{i}")
+        assert [r["path"] for r in found["results"]] == ["a.md"], i  # type: ignore[index]
+
+
+def test_a_killed_search_process_costs_no_answer(memory_hub: HubProcess) -> None:
+    for i in range(10):
+        write(memory_hub, f"d{i}.md", f"gamma {i}\n")
+    search(memory_hub, "gamma")
+    assert eventually(lambda: len(searchers(memory_hub.process.pid)) == 1)
+    first = searchers(memory_hub.process.pid)[0]
+    time.sleep(1.0)
+    first.send_signal(signal.SIGKILL)
+    deadline = time.monotonic() + 7.0  # the Hub starts a new one 5 s after a death
+    answered = 0
+    while time.monotonic() < deadline:
+        status, body = search(memory_hub, "gamma")
+        assert status == 200, body
+        assert len(body["results"]) == 5  # type: ignore[arg-type]
+        answered += 1
+    assert answered > 50
+    assert eventually(lambda: [p.pid for p in searchers(memory_hub.process.pid)]
+                      not in ([], [first.pid]))
+
+
+def test_a_search_failing_in_the_process_gets_the_hubs_own_error(
+        memory_hub: HubProcess) -> None:
+    write(memory_hub, "real/a.md", "delta\n")
+    search(memory_hub, "delta")
+    assert eventually(lambda: len(searchers(memory_hub.process.pid)) == 1)
+    time.sleep(1.0)
+    os.symlink("real", memory_hub.home / "memory" / "global" / "link")
+    status, body = search(memory_hub, "delta", path_prefix="link")
+    assert status == 400
+    assert body["error"]["code"] == "invalid_path"  # type: ignore[index]
+    assert "symlink" in body["error"]["message"]  # type: ignore[index]
+    status, body = search(memory_hub, "delta")  # and the process is still there
+    assert status == 200
+    assert len(searchers(memory_hub.process.pid)) == 1
+
+
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGKILL])
+def test_the_search_process_ends_with_the_hub(short_home: Path, ending: int) -> None:
+    hub = HubProcess(short_home)
+    try:
+        hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
+                                      "value": "true"})
+        write(hub, "a.md", "epsilon\n")
+        search(hub, "epsilon")
+        assert eventually(lambda: len(searchers(hub.process.pid)) == 1)
+        child = searchers(hub.process.pid)[0]
+        hub.process.send_signal(ending)
+        hub.process.wait(timeout=20)
+        assert eventually(lambda: not child.is_running() or
+                          child.status() == psutil.STATUS_ZOMBIE, 5.0)
+    finally:
+        hub.stop()
+
+
+def test_on_one_cpu_the_hub_searches_itself(short_home: Path) -> None:
+    hub = HubProcess(short_home, wrapper=("taskset", "-c", "0"))
+    try:
+        hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
+                                      "value": "true"})
+        write(hub, "a.md", "zeta\n")
+        for _ in range(20):
+            status, body = search(hub, "zeta")
+            assert status == 200 and len(body["results"]) == 1  # type: ignore[arg-type]
+        time.sleep(0.5)
+        assert searchers(hub.process.pid) == []
+    finally:
+        hub.stop()
+
+
+def no_fallback(*args: object) -> dict[str, object]:
+    raise AssertionError("searched in the Hub, not in the search process")
+
+
+@pytest.fixture
+def process_and_store(tmp_path: Path) -> Iterator[tuple[SearchProcess, Store]]:
+    """A search process serving a store of our own: ready, with its fallback failing."""
+    store = Store(tmp_path / "memory")
+    scope = store.root / "global"
+    scope.mkdir()
+    searches = SearchProcess(store.search_here, restart_seconds=0.05)
+    try:
+        fd = os.open(scope, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            searches(fd, GLOBAL.binding, parse_query("x"), (), 1)  # starts it
+        finally:
+            os.close(fd)
+        assert eventually(lambda: searches.pid is not None)
+        searches.fallback = no_fallback
+        yield searches, store
+    finally:
+        searches.close()
+        store.close()
+
+
+documents = st.dictionaries(
+    st.sampled_from([f"{folder}{name}.md" for folder in ("", "a/", "a/b/")
+                     for name in ("one", "two", "alpha", "Beta")]),
+    st.lists(st.sampled_from(WORDS), max_size=12).map(" ".join), max_size=8)
+
+
+@settings(max_examples=40, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(files=documents, query=st.lists(st.sampled_from(WORDS), min_size=1, max_size=3),
+       prefix=st.sampled_from([(), ("a",), ("a", "b"), ("a", "one.md")]),
+       limit=st.integers(1, 20))
+def test_the_process_answers_what_the_hub_would(
+        process_and_store: tuple[SearchProcess, Store], files: dict[str, str],
+        query: list[str], prefix: tuple[str, ...], limit: int) -> None:
+    searches, store = process_and_store
+    scope = store.root / "global"
+    for old in scope.rglob("*.md"):
+        old.unlink()
+    for path, text in files.items():
+        store.upsert(GLOBAL, path, text + "\n", "absent")
+    parsed = parse_query(" ".join(query))
+    fd = os.open(scope, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        there = searches(fd, GLOBAL.binding, parsed, prefix, limit)
+        here = store.search_here(fd, GLOBAL.binding, parsed, prefix, limit)
+    finally:
+        os.close(fd)
+    assert there == here
+
+
+def test_a_dead_process_is_replaced_and_meanwhile_the_store_searches(
+        process_and_store: tuple[SearchProcess, Store]) -> None:
+    searches, store = process_and_store
+    store.upsert(GLOBAL, "a.md", "alpha\n", "absent")
+    searches.fallback = store.search_here
+    first = searches.pid
+    assert first is not None
+    os.kill(first, signal.SIGKILL)
+    fd = os.open(store.root / "global", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        def answered_by_a_new_one() -> bool:
+            found = searches(fd, GLOBAL.binding, parse_query("alpha"), (), 5)
+            assert [r["path"] for r in found["results"]] == ["a.md"]
+            return searches.pid not in (None, first)
+        assert eventually(answered_by_a_new_one)
+    finally:
+        os.close(fd)
+
+
+def test_a_process_that_cannot_start_is_not_started_again_and_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # exits at once, never ready
+    store = Store(tmp_path / "memory")
+    store.upsert(GLOBAL, "a.md", "alpha\n", "absent")
+    # after a death before ready it waits 12 pauses (2.4 s), not one (0.2 s)
+    searches = SearchProcess(store.search_here, restart_seconds=0.2)
+    fd = os.open(store.root / "global", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with caplog.at_level(logging.WARNING, logger="amux.hub"):
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline:  # 10 restart pauses
+                found = searches(fd, GLOBAL.binding, parse_query("alpha"), (), 5)
+                assert [r["path"] for r in found["results"]] == ["a.md"]
+                time.sleep(0.01)
+    finally:
+        os.close(fd)
+        searches.close()
+        store.close()
+    said = [r.getMessage() for r in caplog.records if "before it was ready" in r.getMessage()]
+    assert len(said) == 1, said
+    assert "exit 1" in said[0]
