@@ -10,8 +10,10 @@ A real Hub on a temp AMUX_HOME, memory on, 300 documents of the benchmark corpus
   (two of the corpus's words) or `memory_get` (a document), picked at random, after an
   agent's think time (uniform 1–2 s) for `--seconds`. Reported: calls and errors by
   code, p50/p95/p99 per tool, MCP servers that warned "not available" at start, the
-  Hub's CPU (% of one core) and peak RSS, and `amux hub status` (the owner, a new
-  process) run every few seconds meanwhile.
+  Hub's CPU (% of one core) and peak RSS, its search process's (`amux.hub.searcher`),
+  the two together (RSS, which counts their shared pages twice, and PSS, which shares
+  them out), calls made once every session had started, and `amux hub status` (the
+  owner, a new process) run every few seconds meanwhile.
 - **Raw clients.** `--raw` keep-alive HTTP connections on the Hub's socket, each
   sending a `get` every 1–2 s: how many were served, answers by status.
 - **TLS** (when `openssl` makes a certificate): the raw clients over the TLS listener.
@@ -153,6 +155,10 @@ class _Watch:
         self.status_every = status_every
         self.peak_rss = 0
         self.peak_children_rss = 0
+        self.peak_together_rss = 0
+        self.peak_together_pss = 0
+        """Both processes at one instant: RSS counts the interpreter's shared pages twice,
+        PSS shares them out (what the two really take together)."""
         self.status: list[float] = []
         self.status_failed = 0
         self._stop = threading.Event()
@@ -181,9 +187,14 @@ class _Watch:
     def _rss(self) -> None:
         while not self._stop.wait(0.25):
             with contextlib.suppress(psutil.Error):
-                self.peak_rss = max(self.peak_rss, self.process.memory_info().rss)
-                children = sum(child.memory_info().rss for child in self.process.children())
-                self.peak_children_rss = max(self.peak_children_rss, children)
+                hub = self.process.memory_full_info()
+                children = [child.memory_full_info() for child in self.process.children()]
+                self.peak_rss = max(self.peak_rss, hub.rss)
+                rss = sum(child.rss for child in children)
+                self.peak_children_rss = max(self.peak_children_rss, rss)
+                self.peak_together_rss = max(self.peak_together_rss, hub.rss + rss)
+                self.peak_together_pss = max(self.peak_together_pss,
+                                             hub.pss + sum(child.pss for child in children))
 
     def _status(self) -> None:
         while not self._stop.wait(self.status_every):
@@ -196,6 +207,8 @@ class _Watch:
                 "hub_peak_rss_mb": round(self.peak_rss / 2**20, 1),
                 "search_process_cpu_percent": self.children_cpu_percent,
                 "search_process_peak_rss_mb": round(self.peak_children_rss / 2**20, 1),
+                "together_peak_rss_mb": round(self.peak_together_rss / 2**20, 1),
+                "together_peak_pss_mb": round(self.peak_together_pss / 2**20, 1),
                 "hub_status": _summary(self.status) if self.status else None,
                 "hub_status_failed": self.status_failed}
 
@@ -426,7 +439,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="raw keep-alive clients (default 1000; 0 skips)")
     parser.add_argument("--cap-nofile", type=int, default=640,
                         help="the descriptor limit of the Hub filled to its cap "
-                        "(default 640: 176 connections per listener)")
+                        "(default 640: 176 connections per listener; 0 skips)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     _raise_nofile()
@@ -470,34 +483,35 @@ def main(argv: list[str] | None = None) -> int:
                             args.seconds)
                     result["raw_tls"] = raw | watch.report()
                     print(f"[scale]   {json.dumps(result['raw_tls'])}", flush=True)
-        # At the cap: the same home under a small descriptor limit, so a listener fills
-        # within the Hub's 30 s idle close (filling 8,192 TLS connections one by one
-        # takes minutes here); the mechanism is the same at any cap.
-        with _corpus_hub(home, ("prlimit", f"--nofile={args.cap_nofile}")) as (
-                process, connection):
-            caps = _caps(connection)
-            result["capped"] = {"nofile": args.cap_nofile, "cap_per_listener": caps[0]}
-            socket_path = connection.hub.removeprefix("unix:")
-            request = _get_request(paths[0], connection.token or "")
+        if args.cap_nofile:
+            # At the cap: the same home under a small descriptor limit, so a listener fills
+            # within the Hub's 30 s idle close (filling 8,192 TLS connections one by one
+            # takes minutes here); the mechanism is the same at any cap.
+            with _corpus_hub(home, ("prlimit", f"--nofile={args.cap_nofile}")) as (
+                    process, connection):
+                caps = _caps(connection)
+                result["capped"] = {"nofile": args.cap_nofile, "cap_per_listener": caps[0]}
+                socket_path = connection.hub.removeprefix("unix:")
+                request = _get_request(paths[0], connection.token or "")
 
-            def unix() -> socket.socket:
-                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-                sock.connect(socket_path)
-                return sock
+                def unix() -> socket.socket:
+                    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    sock.connect(socket_path)
+                    return sock
 
-            print(f"[scale] the owner's socket at its cap ({caps[0]})", flush=True)
-            result["at_cap"] = bench_at_cap(home, unix, request, caps[0])
-            print(f"[scale]   {json.dumps(result['at_cap'])}", flush=True)
-            if tls is not None:
-                context = ssl.create_default_context(cafile=str(tls[0]))
+                print(f"[scale] the owner's socket at its cap ({caps[0]})", flush=True)
+                result["at_cap"] = bench_at_cap(home, unix, request, caps[0])
+                print(f"[scale]   {json.dumps(result['at_cap'])}", flush=True)
+                if tls is not None:
+                    context = ssl.create_default_context(cafile=str(tls[0]))
 
-                def over_tls() -> socket.socket:
-                    raw_sock = socket.create_connection(("127.0.0.1", tls[1]), timeout=10)
-                    return context.wrap_socket(raw_sock, server_hostname="127.0.0.1")
+                    def over_tls() -> socket.socket:
+                        raw_sock = socket.create_connection(("127.0.0.1", tls[1]), timeout=10)
+                        return context.wrap_socket(raw_sock, server_hostname="127.0.0.1")
 
-                print(f"[scale] the TLS listener at its cap ({caps[-1]})", flush=True)
-                result["at_cap_tls"] = bench_at_cap(home, over_tls, request, caps[-1])
-                print(f"[scale]   {json.dumps(result['at_cap_tls'])}", flush=True)
+                    print(f"[scale] the TLS listener at its cap ({caps[-1]})", flush=True)
+                    result["at_cap_tls"] = bench_at_cap(home, over_tls, request, caps[-1])
+                    print(f"[scale]   {json.dumps(result['at_cap_tls'])}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     text = json.dumps(result, indent=1)
@@ -512,9 +526,9 @@ def markdown(result: dict[str, Any]) -> str:
     lines = [f"Run {result['date']}, `{result['command']}`, {result.get('documents')} "
              f"documents, {result.get('cap_per_listener')} connections per listener:", "",
              "| sessions | calls | errors | get p50/p95/p99 ms | search p50/p95/p99 ms "
-             "| Hub CPU | Hub peak RSS | search process CPU / RSS | `hub status` p50/max "
-             "| MCP servers + driver CPU |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| Hub CPU | Hub peak RSS | search process CPU / RSS | both: peak RSS / PSS "
+             "| `hub status` p50/max | MCP servers + driver CPU |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def tool(row: dict[str, Any], name: str) -> str:
         values = row.get(name)
@@ -529,13 +543,16 @@ def markdown(result: dict[str, Any]) -> str:
         failed = f", {row['hub_status_failed']} failed" if row.get("hub_status_failed") else ""
         return f"{values['p50_ms']:.0f} / {values['max_ms']:.0f} ms{failed}"
 
+    def both(row: dict[str, Any]) -> str:
+        return f"{row['together_peak_rss_mb']} / {row['together_peak_pss_mb']} MB"
+
     for row in result.get("sessions", []):
         errors = ", ".join(f"{code} {n}" for code, n in row["errors"].items()) or "0"
         lines.append(f"| {row['sessions']} | {row['calls']:,} | {errors} | "
                      f"{tool(row, 'memory_get')} | {tool(row, 'memory_search')} | "
                      f"{row['hub_cpu_percent']}% | {row['hub_peak_rss_mb']} MB | "
                      f"{row['search_process_cpu_percent']}% / "
-                     f"{row['search_process_peak_rss_mb']} MB | "
+                     f"{row['search_process_peak_rss_mb']} MB | {both(row)} | "
                      f"{status(row)} | {row.get('mcp_servers_cpu_percent', '–')}% + "
                      f"{row.get('driver_cpu_percent', '–')}% |")
     for row in result.get("sessions", []):
@@ -548,7 +565,8 @@ def markdown(result: dict[str, Any]) -> str:
         if raw:
             lines.append(f"\n{label}: {raw['all_served']:,} of {raw['clients']:,} had every "
                          f"request answered 200 ({raw['answers']}); Hub CPU "
-                         f"{raw['hub_cpu_percent']}%, peak RSS {raw['hub_peak_rss_mb']} MB, "
+                         f"{raw['hub_cpu_percent']}%, peak RSS {raw['hub_peak_rss_mb']} MB "
+                         f"(with the search process {both(raw)}, RSS / PSS), "
                          f"`hub status` {status(raw)}.")
     for key, label in (("at_cap", "owner's socket"), ("at_cap_tls", "TLS listener")):
         cap = result.get(key)
