@@ -91,6 +91,26 @@ def test_the_agent_launch_bench_runs(tmp_path: Path) -> None:
     assert report.read_text()
 
 
+def test_the_scale_bench_runs(tmp_path: Path) -> None:
+    """`python -m benchmarks.scale`, small: real MCP sessions, raw clients (over TLS too)
+    and both listeners at their cap, with the search process measured beside the Hub."""
+    report = tmp_path / "scale.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.scale", "--sessions", "4", "--seconds", "4",
+         "--raw", "20", "--json", str(report)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(report.read_text())
+    row = data["sessions"][0]
+    assert (row["started"], row["errors"], row["unavailable_at_start"]) == (4, {}, 0)
+    assert row["memory_search"]["n"] and row["memory_get"]["n"]
+    assert row["together_peak_pss_mb"] > row["hub_peak_rss_mb"] / 2
+    assert data["raw"]["all_served"] == 20 and data["raw_tls"]["all_served"] == 20
+    assert data["at_cap"]["refused_client_read"] == "hub_busy"
+    assert data["at_cap_tls"]["refused_client_read"] == "hub_busy"
+    assert "| 4 |" in done.stdout
+
+
 def test_installing_amux_as_a_tool_works_as_written(tmp_path: Path) -> None:
     """The README's pipx and uv lines, as written from the checkout with a fresh home (each
     builds amux and fetches its dependencies from the package index); the installed
