@@ -13,10 +13,12 @@ validated against the files on every search.
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import stat
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -108,12 +110,6 @@ class _Candidate:
     path: str
     document: CachedDocument
     match: TermMatch
-
-    def titled(self, folded: tuple[bytes, ...]) -> int:
-        """How many matched terms are in the path or the title (the second sort key)."""
-        title = self.document.title
-        in_path = self.match.in_path
-        return sum(1 for i in self.match.matched if i in in_path or folded[i] in title)
 
 
 class _Scanner:
@@ -235,22 +231,42 @@ class _Scanner:
             posting.check(document)
         return True
 
-    def candidates(self) -> list[_Candidate]:
-        """The scanned documents matching a term, from the terms' postings (set
-        operations: no document is read here)."""
+    def best(self, limit: int) -> tuple[list[_Candidate], int]:
+        """The best `limit` scanned documents, and how many matched a term at all, from
+        the terms' postings (set operations: no document is read here).
+
+        Ranked by distinct terms matched (desc), terms in the path or title (desc), path
+        (asc). The first key is counted for every document at once (`Counter.update`);
+        the second, which parses titles, only for those matching at least as many terms
+        as the `limit`-th best: no other can make the cut.
+        """
         current = self.scanned.keys()
         contents = [posting.content & current for posting in self.postings]
         paths = [posting.path & current for posting in self.postings]
-        found = set().union(*contents, *paths)
-        candidates = []
-        for serial in found:  # `_rank` orders them (by path last: a total order)
-            path, document = self.scanned[serial]
+        either = [content | path for content, path in zip(contents, paths, strict=True)]
+        counts: Counter[int] = Counter()
+        for found in either:
+            counts.update(found)
+        cut = heapq.nlargest(limit, counts.values())[-1] if len(counts) > limit else 1
+        folded, scanned = self.query.folded, self.scanned
+
+        def rank(serial: int) -> tuple[int, int, bytes]:
+            path, document = scanned[serial]
+            title = document.title
+            titled = sum(1 for i, found in enumerate(either) if serial in found
+                         and (serial in paths[i] or folded[i] in title))
+            return -counts[serial], -titled, path.encode("utf-8")
+
+        ranked = sorted((serial for serial, count in counts.items() if count >= cut),
+                        key=rank)[:limit]
+        best = []
+        for serial in ranked:
+            path, document = scanned[serial]
             content = tuple(i for i, hits in enumerate(contents) if serial in hits)
             in_path = tuple(i for i, hits in enumerate(paths) if serial in hits)
             matched = tuple(sorted({*content, *in_path})) if in_path else content
-            candidates.append(_Candidate(path, document, TermMatch(content, in_path,
-                                                                   matched)))
-        return candidates
+            best.append(_Candidate(path, document, TermMatch(content, in_path, matched)))
+        return best, len(counts)
 
 
 def search(
@@ -279,27 +295,12 @@ def search(
     return _respond(scanner, limit)
 
 
-def _rank(candidates: list[_Candidate], folded: tuple[bytes, ...], limit: int) -> list[_Candidate]:
-    """The best `limit` candidates: distinct terms desc, path/title terms desc, path asc.
-
-    Titles are parsed only for candidates that can still make the cut: those
-    matching at least as many terms as the `limit`-th best.
-    """
-    if len(candidates) > limit:
-        cut = sorted(len(c.match.matched) for c in candidates)[-limit]
-        candidates = [c for c in candidates if len(c.match.matched) >= cut]
-    candidates.sort(
-        key=lambda c: (-len(c.match.matched), -c.titled(folded), c.path.encode("utf-8"))
-    )
-    return candidates[:limit]
-
-
 def _respond(scan: _Scanner, limit: int) -> dict[str, Any]:
     query = scan.query
-    candidates = scan.candidates()
-    truncated = len(candidates) > limit
+    best, matching = scan.best(limit)
+    truncated = matching > limit
     results = []
-    for candidate in _rank(candidates, query.folded, limit):
+    for candidate in best:
         terms = [query.folded[i] for i in candidate.match.content]
         hits, more = _hits(candidate.document, terms)
         truncated = truncated or more
