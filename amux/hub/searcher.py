@@ -149,15 +149,15 @@ class SearchProcess:
                 if message == READY:
                     child.ready = True
                     continue
+                found = pickle.loads(message)  # before the pop: a bad answer fails them all
                 with self._lock:
                     answer = child.pending.popleft()
-                found = pickle.loads(message)
                 if found is None:
                     answer.set_exception(_Gone())
                 else:
                     answer.set_result(found)
-        except (OSError, IndexError, pickle.UnpicklingError) as error:
-            log.warning("the search process failed (%s); searching in the Hub", error)
+        except Exception as error:  # anything it says wrong ends it
+            log.warning("the search process failed (%r); searching in the Hub", error)
         with self._lock:
             if self._child is child:
                 self._child = None

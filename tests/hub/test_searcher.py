@@ -258,3 +258,43 @@ def test_a_process_that_cannot_start_is_not_started_again_and_again(
     said = [r.getMessage() for r in caplog.records if "before it was ready" in r.getMessage()]
     assert len(said) == 1, said
     assert "exit 1" in said[0]
+
+
+GARBLED = """\
+import socket, sys
+sock = socket.socket(fileno=int(sys.argv[1]))
+sock.send(b"ready")
+while socket.recv_fds(sock, 1 << 16, 1)[0]:
+    sock.send(b"\\x80\\x04garbled")  # a pickle cut short: not an answer
+"""
+
+
+def test_a_process_that_answers_nonsense_is_dropped_and_nobody_waits(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    child = tmp_path / "garbled.py"
+    child.write_text(GARBLED)
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {child} "$4"\n')  # its FD
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(wrapper))
+    store = Store(tmp_path / "memory")
+    store.upsert(GLOBAL, "a.md", "alpha\n", "absent")
+    searches = SearchProcess(store.search_here, restart_seconds=30.0)
+    fd = os.open(store.root / "global", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with caplog.at_level(logging.WARNING, logger="amux.hub"):
+            searches(fd, GLOBAL.binding, parse_query("alpha"), (), 5)  # starts it
+            assert eventually(lambda: searches.pid is not None)
+            began = time.monotonic()
+            found = searches(fd, GLOBAL.binding, parse_query("alpha"), (), 5)
+            assert time.monotonic() - began < 2.0  # not the 10 s wait for an answer
+            assert [r["path"] for r in found["results"]] == ["a.md"]
+            assert eventually(lambda: searches.pid is None)  # dropped, not started again
+            found = searches(fd, GLOBAL.binding, parse_query("alpha"), (), 5)
+            assert [r["path"] for r in found["results"]] == ["a.md"]
+    finally:
+        os.close(fd)
+        searches.close()
+        store.close()
+    assert any("the search process failed" in r.getMessage() for r in caplog.records)
