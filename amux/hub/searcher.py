@@ -231,7 +231,7 @@ def serve(sock: socket.socket) -> None:
 
 
 def main() -> int:
-    """`python -m amux.hub.searcher FD`: the Hub starts it; FD is its socket's end."""
+    """`python -P -m amux.hub.searcher FD`: the Hub starts it; FD is its socket's end."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a ^C to the Hub's terminal is the Hub's
     with (socket.socket(fileno=int(sys.argv[1])) as sock,
           contextlib.suppress(BrokenPipeError, ConnectionResetError)):
