@@ -108,6 +108,7 @@ class Hub:
             "memory_root": str(self.store.root), "memory_enabled": config.memory_enabled,
             "isolation_enabled": config.isolation_enabled, "listeners": listeners,
             "version": __version__, "history_caught_up": self._history_caught_up.is_set(),
+            "search_process_pid": self.searches.pid,
         }
 
     def _listen(self, path: Path, *, owner: bool) -> Listener:

@@ -63,9 +63,12 @@ def search(hub: HubProcess, query: str, **more: object) -> tuple[int, dict[str, 
 def test_searches_are_answered_by_the_search_process(memory_hub: HubProcess) -> None:
     for i in range(20):
         write(memory_hub, f"notes/n{i:02}.md", f"# Note {i}\nalpha {i}\n" + "beta\n" * i)
+    assert memory_hub.call("/v1/status", {})[1]["search_process_pid"] is None
     search(memory_hub, "alpha")  # the first search starts it, and is answered by the Hub
     assert eventually(lambda: len(searchers(memory_hub.process.pid)) == 1)
     child = searchers(memory_hub.process.pid)[0]
+    assert eventually(lambda: memory_hub.call("/v1/status", {})[1]["search_process_pid"]
+                      == child.pid)  # once it said it is ready
     # It says it is ready once imported; searches go to it from then on.
     time.sleep(1.0)
     before = sum(child.cpu_times()[:2])
