@@ -5,6 +5,7 @@ with the Hub, however the Hub ends."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import signal
@@ -238,26 +239,39 @@ def test_a_dead_process_is_replaced_and_meanwhile_the_store_searches(
         os.close(fd)
 
 
-def test_a_process_that_cannot_start_is_not_started_again_and_again(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        caplog: pytest.LogCaptureFixture) -> None:
-    monkeypatch.setattr(sys, "executable", "/bin/false")  # exits at once, never ready
+@contextlib.contextmanager
+def over_one_document(tmp_path: Path, restart_seconds: float) -> Iterator[
+        tuple[SearchProcess, Callable[[], None]]]:
+    """A store holding `a.md`, a search process over it, and a search that must find it
+    (from the child or the store, whichever answers)."""
     store = Store(tmp_path / "memory")
     store.upsert(GLOBAL, "a.md", "alpha\n", "absent")
-    # after a death before ready it waits 12 pauses (2.4 s), not one (0.2 s)
-    searches = SearchProcess(store.search_here, restart_seconds=0.2)
+    searches = SearchProcess(store.search_here, restart_seconds=restart_seconds)
     fd = os.open(store.root / "global", os.O_RDONLY | os.O_DIRECTORY)
+
+    def finds_it() -> None:
+        found = searches(fd, GLOBAL.binding, parse_query("alpha"), (), 5)
+        assert [r["path"] for r in found["results"]] == ["a.md"]
+
     try:
-        with caplog.at_level(logging.WARNING, logger="amux.hub"):
-            deadline = time.monotonic() + 2.0
-            while time.monotonic() < deadline:  # 10 restart pauses
-                found = searches(fd, GLOBAL.binding, parse_query("alpha"), (), 5)
-                assert [r["path"] for r in found["results"]] == ["a.md"]
-                time.sleep(0.01)
+        yield searches, finds_it
     finally:
         os.close(fd)
         searches.close()
         store.close()
+
+
+def test_a_process_that_cannot_start_is_not_started_again_and_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(sys, "executable", "/bin/false")  # exits at once, never ready
+    # after a death before ready it waits 12 pauses (2.4 s), not one (0.2 s)
+    with over_one_document(tmp_path, 0.2) as (_, finds_it), \
+            caplog.at_level(logging.WARNING, logger="amux.hub"):
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:  # 10 restart pauses
+            finds_it()
+            time.sleep(0.01)
     said = [r.getMessage() for r in caplog.records if "before it was ready" in r.getMessage()]
     assert len(said) == 1, said
     assert "exit 1" in said[0]
@@ -281,23 +295,13 @@ def test_a_process_that_answers_nonsense_is_dropped_and_nobody_waits(
     wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {child} "$4"\n')  # its FD
     wrapper.chmod(0o755)
     monkeypatch.setattr(sys, "executable", str(wrapper))
-    store = Store(tmp_path / "memory")
-    store.upsert(GLOBAL, "a.md", "alpha\n", "absent")
-    searches = SearchProcess(store.search_here, restart_seconds=30.0)
-    fd = os.open(store.root / "global", os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        with caplog.at_level(logging.WARNING, logger="amux.hub"):
-            searches(fd, GLOBAL.binding, parse_query("alpha"), (), 5)  # starts it
-            assert eventually(lambda: searches.pid is not None)
-            began = time.monotonic()
-            found = searches(fd, GLOBAL.binding, parse_query("alpha"), (), 5)
-            assert time.monotonic() - began < 2.0  # not the 10 s wait for an answer
-            assert [r["path"] for r in found["results"]] == ["a.md"]
-            assert eventually(lambda: searches.pid is None)  # dropped, not started again
-            found = searches(fd, GLOBAL.binding, parse_query("alpha"), (), 5)
-            assert [r["path"] for r in found["results"]] == ["a.md"]
-    finally:
-        os.close(fd)
-        searches.close()
-        store.close()
+    with over_one_document(tmp_path, 30.0) as (searches, finds_it), \
+            caplog.at_level(logging.WARNING, logger="amux.hub"):
+        finds_it()  # starts it
+        assert eventually(lambda: searches.pid is not None)
+        began = time.monotonic()
+        finds_it()
+        assert time.monotonic() - began < 2.0  # not the 10 s wait for an answer
+        assert eventually(lambda: searches.pid is None)  # dropped, not started again
+        finds_it()
     assert any("the search process failed" in r.getMessage() for r in caplog.records)
