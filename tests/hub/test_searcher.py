@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from amux.hub import searcher
 from amux.hub.searcher import SearchProcess
 from amux.memory import GLOBAL, Store
 from amux.memory.search import parse_query
@@ -277,24 +278,25 @@ def test_a_process_that_cannot_start_is_not_started_again_and_again(
     assert "exit 1" in said[0]
 
 
-GARBLED = """\
-import socket, sys
-sock = socket.socket(fileno=int(sys.argv[1]))
-sock.send(b"ready")
-while socket.recv_fds(sock, 1 << 16, 1)[0]:
-    sock.send(b"\\x80\\x04garbled")  # a pickle cut short: not an answer
-"""
+def fake_child(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, answer: str) -> None:
+    """The search process replaced by a script that says it is ready and then, for each
+    request, runs `answer` (Python, with `sock` its socket)."""
+    child = tmp_path / "child.py"
+    child.write_text("import socket, sys, time\n"
+                     "sock = socket.socket(fileno=int(sys.argv[1]))\n"
+                     "sock.send(b'ready')\n"
+                     "while socket.recv_fds(sock, 1 << 16, 1)[0]:\n"
+                     f"    {answer}\n")
+    wrapper = tmp_path / "python"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {child} "$4"\n')  # its FD
+    wrapper.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(wrapper))
 
 
 def test_a_process_that_answers_nonsense_is_dropped_and_nobody_waits(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
-    child = tmp_path / "garbled.py"
-    child.write_text(GARBLED)
-    wrapper = tmp_path / "python"
-    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} {child} "$4"\n')  # its FD
-    wrapper.chmod(0o755)
-    monkeypatch.setattr(sys, "executable", str(wrapper))
+    fake_child(tmp_path, monkeypatch, "sock.send(b'\\x80\\x04garbled')")  # a cut pickle
     with over_one_document(tmp_path, 30.0) as (searches, finds_it), \
             caplog.at_level(logging.WARNING, logger="amux.hub"):
         finds_it()  # starts it
@@ -305,3 +307,22 @@ def test_a_process_that_answers_nonsense_is_dropped_and_nobody_waits(
         assert eventually(lambda: searches.pid is None)  # dropped, not started again
         finds_it()
     assert any("the search process failed" in r.getMessage() for r in caplog.records)
+
+
+def test_a_process_that_never_answers_is_killed_and_the_search_answered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    fake_child(tmp_path, monkeypatch, "time.sleep(3600)")  # stuck in its first search
+    monkeypatch.setattr(searcher, "ANSWER_SECONDS", 0.5)
+    with over_one_document(tmp_path, 30.0) as (searches, finds_it), \
+            caplog.at_level(logging.WARNING, logger="amux.hub"):
+        finds_it()  # starts it
+        assert eventually(lambda: searches.pid is not None)
+        stuck = psutil.Process(searches.pid)
+        began = time.monotonic()
+        finds_it()  # waits for it, then searches in the store
+        assert 0.5 <= time.monotonic() - began < 5.0
+        assert searches.pid is None
+        # killed: a child merely told to stop would be reaped only after 2 s (`_reap`)
+        assert eventually(lambda: not stuck.is_running(), seconds=1.5)
+    assert any("did not answer in" in r.getMessage() for r in caplog.records)
