@@ -210,13 +210,13 @@ def test_a_package_planted_in_the_starters_directory_never_runs(short_home: Path
                                       "value": "true"})
         assert hub.call("/v1/memory/upsert", {"path": "a.md", "content": "kept\n",
                                               "expected_revision": "absent"})[0] == 200
+        assert hub.call("/v1/memory/search", {"query": "kept"})[0] == 200  # starts it
         deadline = time.monotonic() + 20
-        while not [c for c in psutil.Process(pid).children()
-                   if "amux.hub.searcher" in c.cmdline()]:
-            assert time.monotonic() < deadline, "no search process started"
-            assert hub.call("/v1/memory/search", {"query": "kept"})[0] == 200
+        # set once the search process imported what it imports and said it is ready
+        while (searching := hub.call("/v1/status", {})[1]["search_process_pid"]) is None:
+            assert time.monotonic() < deadline, "no search process became ready"
             time.sleep(0.1)
-        time.sleep(1.0)  # it imported what it imports, and said it is ready
+        assert psutil.Process(searching).ppid() == pid
         status, found = hub.call("/v1/memory/search", {"query": "kept"})
         assert (status, [r["path"] for r in found["results"]]) == (200, ["a.md"])
         hub.close()
