@@ -91,6 +91,23 @@ def test_the_agent_launch_bench_runs(tmp_path: Path) -> None:
     assert report.read_text()
 
 
+def test_the_write_parts_bench_runs(tmp_path: Path) -> None:
+    """`python -m benchmarks.write_parts`, small: every variant of every size measured (it
+    switches store parts off by name, so a renamed part fails here, not in a later run)."""
+    report = tmp_path / "parts.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.write_parts", "--runs", "3", "--json", str(report)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(report.read_text())
+    for size in ("3 KiB", "64 KiB", "60 KiB + 1 line"):
+        assert set(data["parts"][size]) == {"floor", "full", "no guard", "no revision hash",
+                                            "no keep link", "no history", "bytes", "bare"}
+        assert data["parts"][size]["floor"]["ratio"] == 1
+    assert data["overlap"]["work beside the fsync"] > 0
+    assert "| bare |" in done.stdout
+
+
 def test_the_scale_bench_runs(tmp_path: Path) -> None:
     """`python -m benchmarks.scale`, small: real MCP sessions, raw clients (over TLS too)
     and both listeners at their cap, with the search process measured beside the Hub."""
