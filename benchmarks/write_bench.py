@@ -72,6 +72,15 @@ def exact_text(source: bytes, size: int, offset: int) -> str:
     return text + " " * (size - 1 - len(cut)) + "\n"
 
 
+def contents_for(source: bytes, label: str, size: int) -> list[str]:
+    """The two contents a write row alternates: one line appended to a text and taken away
+    again (`… + 1 line`), or two unrelated texts of `size` bytes."""
+    if label.endswith("+ 1 line"):
+        base = exact_text(source, size, len(source) // 3)
+        return [base, base + APPENDED]
+    return [exact_text(source, size, offset) for offset in (0, len(source) // 2)]
+
+
 def _write_floor(dir_fd: int, name: str, data: bytes, *, durable: bool) -> None:
     """The raw floor: temp + write (+ fsync) + rename (+ fsync of the directory)."""
     temp = ".bench-tmp-" + name
@@ -144,13 +153,8 @@ def bench_writes(root: Path, scope_dir: Path, documents: list[tuple[str, bytes]]
     store = Store(root, exclusive=True)
     try:
         for label, path, size in targets:
-            if label.endswith("+ 1 line"):
-                base = exact_text(source, size, len(source) // 3)
-                contents = [base, base + APPENDED]
-            else:
-                contents = [exact_text(source, size, offset)
-                            for offset in (0, len(source) // 2)]
-            rows = _bench_one(store, scope_dir, path, contents, runs, twin)
+            rows = _bench_one(store, scope_dir, path, contents_for(source, label, size), runs,
+                              twin)
             for row in rows.values():
                 row["target"] = TARGETS[label]
             report[label] = rows["off"]

@@ -45,13 +45,7 @@ from amux.memory import store as store_module
 from amux.memory.history import History
 from amux.memory.revision import revision_of
 from benchmarks import corpus
-from benchmarks.write_bench import (
-    APPENDED,
-    ORDER_SEED,
-    _pick_targets,
-    _write_floor,
-    exact_text,
-)
+from benchmarks.write_bench import ORDER_SEED, _pick_targets, _write_floor, contents_for
 
 PARTS = ("guard", "hash", "keep", "history", "encode")
 VARIANTS: dict[str, tuple[str, ...]] = {
@@ -92,13 +86,8 @@ def bench_parts(root: Path, scope_dir: Path, documents: list[tuple[str, bytes]],
     report: dict[str, Any] = {"runs": runs}
     try:
         for label, path, size in _pick_targets(documents):
-            if label.endswith("+ 1 line"):
-                base = exact_text(source, size, len(source) // 3)
-                contents = [base, base + APPENDED]
-            else:
-                contents = [exact_text(source, size, offset)
-                            for offset in (0, len(source) // 2)]
-            report[label] = _bench_size(store, scope_dir, path, contents, runs)
+            report[label] = _bench_size(store, scope_dir, path,
+                                        contents_for(source, label, size), runs)
     finally:
         store.close()
         history.close()
