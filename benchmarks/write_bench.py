@@ -40,6 +40,7 @@ import random
 import statistics
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -81,16 +82,22 @@ def contents_for(source: bytes, label: str, size: int) -> list[str]:
     return [exact_text(source, size, offset) for offset in (0, len(source) // 2)]
 
 
-def _write_floor(dir_fd: int, name: str, data: bytes, *, durable: bool) -> None:
-    """The raw floor: temp + write (+ fsync) + rename (+ fsync of the directory)."""
+def _write_floor(dir_fd: int, name: str, data: bytes, *, durable: bool,
+                 around_fsync: AbstractContextManager[object] | None = None) -> None:
+    """The raw floor: temp + write (+ fsync) + rename (+ fsync of the directory);
+    `around_fsync` is entered just before the temp file's fsync and left after it
+    (write_parts times work placed there)."""
     temp = ".bench-tmp-" + name
     fd = os.open(temp, _TEMP_FLAGS, 0o600, dir_fd=dir_fd)
     try:
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view):]
-        if durable:
+        if durable and around_fsync is None:
             os.fsync(fd)
+        elif durable and around_fsync is not None:
+            with around_fsync:
+                os.fsync(fd)
     finally:
         os.close(fd)
     os.rename(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)

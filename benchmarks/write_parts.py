@@ -36,7 +36,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -165,24 +165,28 @@ def bench_overlap(directory: Path, runs: int) -> dict[str, Any]:
     helper = _Helper()
     helper.call = lambda: _work(WORK_SECONDS)
 
-    def write(mode: str) -> None:
-        fd = os.open("overlap.tmp", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC,
-                     0o600, dir_fd=dir_fd)
-        try:
-            os.write(fd, data)
-            if mode == "work first":
-                _work(WORK_SECONDS)
-            if mode == "work beside the fsync":
-                helper.go.release()
-            os.fsync(fd)
-            if mode == "work beside the fsync":
-                helper.done.acquire()
-        finally:
-            os.close(fd)
-        os.rename("overlap.tmp", "overlap.bin", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        os.fsync(dir_fd)
+    @contextmanager
+    def work_first() -> Iterator[None]:
+        _work(WORK_SECONDS)
+        yield
 
-    modes = ["floor", "work first", "work beside the fsync"]
+    @contextmanager
+    def work_beside() -> Iterator[None]:
+        helper.go.release()
+        try:
+            yield
+        finally:
+            helper.done.acquire()
+
+    arms: dict[str, Callable[[], AbstractContextManager[None]] | None] = {
+        "floor": None, "work first": work_first, "work beside the fsync": work_beside}
+
+    def write(mode: str) -> None:
+        arm = arms[mode]
+        _write_floor(dir_fd, "overlap.bin", data, durable=True,
+                     around_fsync=None if arm is None else arm())
+
+    modes = list(arms)
     samples: dict[str, list[float]] = {mode: [] for mode in modes}
     order = random.Random(ORDER_SEED)
     try:
