@@ -20,10 +20,11 @@ def sessions_main(argv: list[str]) -> int:
     commands = parser.add_subparsers(dest="action", required=True, metavar="COMMAND",
                                      parser_class=type(parser))
     commands.add_parser("list", help="every session: id, agent, started, cwd, binding, "
-                        "whether it can be resumed")
+                        "whether it can be resumed").set_defaults(run=_list)
     show = commands.add_parser("show", help="one session's full start state, protocol and "
                                "merged instructions included")
     show.add_argument("id", help="a session id from `amux sessions list`")
+    show.set_defaults(run=_show)
     prune = commands.add_parser(
         "prune", help="remove the saved state of sessions started long ago, or that cannot "
         "be resumed (the agent kept nothing); each option adds the sessions it names")
@@ -33,21 +34,24 @@ def sessions_main(argv: list[str]) -> int:
                        help="sessions that cannot be resumed")
     prune.add_argument("--dry-run", action="store_true",
                        help="list what would be removed, and remove nothing")
+    prune.set_defaults(run=lambda args: _prune(amux_home(), args.older_than,
+                                               args.unresumable, args.dry_run))
     global_flag(parser, commands, "--pretty", "a table for people instead of JSON")
-    return run("amux sessions", parser.parse_args, argv, _sessions, render)
+    return run("amux sessions", parser.parse_args, argv, lambda args: args.run(args), render)
 
 
-def _sessions(args: Any) -> Any:
+def _list(args: Any) -> Any:
     from amux.launcher import state
     from amux.launcher.run import session_summary
 
-    home = amux_home()
-    if args.action == "list":
-        return {"sessions": [_with_started(session_summary(s))
-                             for s in state.listing(home, _warn)]}
-    if args.action == "prune":
-        return _prune(home, args.older_than, args.unresumable, args.dry_run)
-    return _with_started(state.load(home, args.id)._asdict())
+    return {"sessions": [_with_started(session_summary(s))
+                         for s in state.listing(amux_home(), _warn)]}
+
+
+def _show(args: Any) -> Any:
+    from amux.launcher import state
+
+    return _with_started(state.load(amux_home(), args.id)._asdict())
 
 
 def _prune(home: Path, older_than: float | None, unresumable: bool,

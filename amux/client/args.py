@@ -51,11 +51,15 @@ class Arg:
 
 
 class Command:
-    __slots__ = ("args", "help")
+    """One command: its help, its arguments and `run`, what carries it out (the table's
+    owner calls it, with the arguments it defines)."""
 
-    def __init__(self, help: str, *args: Arg) -> None:
+    __slots__ = ("args", "help", "run")
+
+    def __init__(self, help: str, *args: Arg, run: Callable[..., Any]) -> None:
         self.help = help
         self.args = args
+        self.run = run
 
 
 def quick_parse(commands: dict[str, Command], flags: tuple[str, ...],

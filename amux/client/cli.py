@@ -29,88 +29,13 @@ if TYPE_CHECKING:
     StartHub = Callable[[], None]
     """Starts the local default Hub (the installed `amux` passes one; the single-file client
     never starts a Hub, SPEC §3)."""
+    Handler = Callable[[Any, StartHub | None], Any]
+    """What carries out one command (`Command.run`): its parsed arguments and the Hub
+    starter in, its result (JSON, or bytes printed as they are) out."""
 
 
 PATH_HELP = ("the document's path in your memory, e.g. "
              "projects/github.com-org-repo/decisions.md")
-
-COMMANDS: dict[str, Command] = {
-    "search": Command(
-        "literal search over your memory scope",
-        Arg("terms", "1-16 literal terms", nargs="+", metavar="TERM"),
-        Arg("--prefix", "only documents under this folder (whole segments)"),
-        Arg("--limit", "documents to return, 1-20 (default 5)", type=int)),
-    "show": Command(
-        "one bounded page of a document, or a past version of it (--revision)",
-        Arg("path", PATH_HELP),
-        Arg("--start-line", "1-based first line", type=int, default=0),
-        Arg("--end-line", "1-based last line (inclusive)", type=int, default=0),
-        Arg("--offset", "continue at next_offset of a truncated page", type=int),
-        Arg("--revision", "the whole document as it was at this revision (from `amux "
-            "memory log`; @1: before its newest change)")),
-    "upsert": Command(
-        "create or replace a whole document",
-        Arg("path", PATH_HELP),
-        Arg("--expected-revision", "the revision you read, or 'absent' to create",
-            required=True),
-        Arg("--file", "read UTF-8 Markdown from this file (default: stdin)")),
-    "forget": Command(
-        "delete one document",
-        Arg("path", PATH_HELP),
-        Arg("--expected-revision", "the revision you read", required=True)),
-    "export": Command("write one whole document to stdout", Arg("path", PATH_HELP)),
-    "list": Command(
-        "documents with size, revision and date (for people)",
-        Arg("prefix", "only under this folder", nargs="?"),
-        Arg("--limit", "at most this many, 1-1000 (default 100)", type=int)),
-    "log": Command(
-        "the changes in your memory scope, newest first: when, which revision, what "
-        "operation, and who (principal, agent, amux session)",
-        Arg("path", "only this document's changes", nargs="?"),
-        Arg("--since", "only changes since WHEN: 30m, 12h, 7d, today, or a date/time "
-            "such as 2026-12-01 or 2026-12-01T09:30"),
-        Arg("--limit", "at most this many, 1-10000 (default 50)", type=int),
-        Arg("--principal", "the Hub's owner only: that principal's scope")),
-    "diff": Command(
-        "a unified diff between two versions of a document (default: its newest change)",
-        Arg("path", PATH_HELP),
-        Arg("from_revision", "the older version (default: the one before the newest "
-            "change; 'absent' for none; @N: N changes before the newest)", nargs="?",
-            metavar="REV"),
-        Arg("to_revision", "the newer version (default: the newest change's)", nargs="?",
-            metavar="REV")),
-    "restore": Command(
-        "write a past version back, as an ordinary conditional write (a forgotten "
-        "document too: --expected-revision absent)",
-        Arg("path", PATH_HELP),
-        Arg("--revision", "the version to restore (from `amux memory log PATH`; @1: the one "
-            "before the newest change)", required=True),
-        Arg("--expected-revision", "the current revision, 'absent', or @0 (the newest in "
-            "history: refused if the document changed since)", required=True)),
-    "purge": Command(
-        "the Hub's owner only: remove a version from history (--revision), or all of a "
-        "document's past but its current content, e.g. a secret written by hand and since "
-        "removed; nothing under AMUX_HOME yields those bytes afterwards",
-        Arg("path", PATH_HELP),
-        Arg("--revision", "only this version (from `amux memory log PATH`)"),
-        Arg("--principal", "in that principal's scope (default: yours)")),
-    "edit": Command("edit a document in $VISUAL/$EDITOR, then save it conditionally "
-                    "(for people)", Arg("path", PATH_HELP)),
-    "doctor": Command(
-        "read-only health report of your memory scope: entry size and detail, missing "
-        "descriptions, duplicates, dangling links, project ids, old documents, quota headroom",
-        Arg("--json", "the machine form (JSON) instead of the readable report", flag=True)),
-    "mcp": Command("serve the amux MCP tools on stdin/stdout (for agents; never starts a Hub)"),
-}
-
-PARSER = Parser(
-    "amux memory",
-    "Search, read and change amux memory through the Hub. Output is JSON (the wire "
-    "contract: docs/wire.md in amux's source); errors are JSON on stdout plus one line on "
-    "stderr.",
-    COMMANDS, {"--pretty": "output for people instead of compact JSON (before or after "
-                         "the command)"})
-
 
 def _read_content(file: str | None) -> str:
     try:
@@ -158,10 +83,10 @@ def read_whole(client: HubClient, path: str) -> tuple[str, str] | None:
         offset = page["next_offset"]
 
 
-def _export(client: HubClient, path: str) -> bytes:
-    whole = read_whole(client, path)
+def _export(client: HubClient, args: Any) -> bytes:
+    whole = read_whole(client, args.path)
     if whole is None:
-        raise ClientError("not_found", f"{path} does not exist")
+        raise ClientError("not_found", f"{args.path} does not exist")
     return whole[0].encode("utf-8")
 
 
@@ -182,75 +107,199 @@ def _hub(start_hub: StartHub | None) -> HubClient:
     return HubClient(find_connection())
 
 
-def _run(args: Any, start_hub: StartHub | None = None) -> Any:
-    with _hub(start_hub) as client:
-        if args.command == "search":
-            body: dict[str, Any] = {"query": " ".join(args.terms)}
-            if args.prefix is not None:
-                body["path_prefix"] = args.prefix
-            if args.limit is not None:
-                body["limit"] = args.limit
-            return client.call("/v1/memory/search", body)
-        if args.command == "show" and args.revision is not None:
-            return client.call("/v1/memory/version", {
-                "path": args.path, "revision": back(client, args.path, args.revision)})
-        if args.command == "show":
-            return client.call("/v1/memory/get", {
-                "path": args.path, "start_line": args.start_line, "end_line": args.end_line,
-                "offset": args.offset,
-            })
-        if args.command == "upsert":
-            return client.call("/v1/memory/upsert", {
-                "path": args.path, "content": _read_content(args.file),
-                "expected_revision": args.expected_revision,
-            })
-        if args.command == "forget":
-            return client.call("/v1/memory/forget", {
-                "path": args.path, "expected_revision": args.expected_revision,
-            })
-        if args.command == "list":
-            body = {"path_prefix": args.prefix}
-            if args.limit is not None:
-                body["limit"] = args.limit
-            return client.call("/v1/memory/list", body)
-        if args.command == "log":
-            body = {"path": args.path}
-            if args.since is not None:
-                body["since"] = since(args.since)
-            if args.limit is not None:
-                body["limit"] = args.limit
-            if args.principal is not None:
-                return client.call("/v1/admin/history", {**body, "action": "log",
-                                                          "principal": args.principal})
-            return client.call("/v1/memory/log", body)
-        if args.command == "purge":
-            body = {"action": "purge", "path": args.path}
-            if args.principal is not None:
-                body["principal"] = args.principal
-            if args.revision is not None:  # `@N`: in the owner's own scope
-                body["revision"] = back(client, args.path, args.revision)
-            return client.call("/v1/admin/history", body)
-        if args.command == "diff":
-            result = client.call("/v1/memory/diff", {
-                "path": args.path, "from_revision": back(client, args.path, args.from_revision),
-                "to_revision": back(client, args.path, args.to_revision)})
-            return result if args.pretty else str(result["diff"]).encode("utf-8")
-        if args.command == "restore":
-            return client.call("/v1/memory/restore", {
-                "path": args.path, "revision": back(client, args.path, args.revision),
-                "expected_revision": back(client, args.path, args.expected_revision)})
-        if args.command == "edit":
-            from amux.client.edit import edit
+def _on_hub(handler: Callable[[HubClient, Any], Any]) -> Handler:
+    """`handler(client, args)` run with a client of the Hub this process uses."""
+    def run(args: Any, start_hub: StartHub | None) -> Any:
+        with _hub(start_hub) as client:
+            return handler(client, args)
+    return run
 
-            return edit(client, args.path)
-        if args.command == "doctor":
-            result = client.call("/v1/memory/doctor", {})
-            if args.json or args.pretty:
-                return result
-            from amux.client.doctor import report
 
-            return report(result).encode("utf-8")
-        return _export(client, args.path)
+def _search(client: HubClient, args: Any) -> Any:
+    body: dict[str, Any] = {"query": " ".join(args.terms)}
+    if args.prefix is not None:
+        body["path_prefix"] = args.prefix
+    if args.limit is not None:
+        body["limit"] = args.limit
+    return client.call("/v1/memory/search", body)
+
+
+def _show(client: HubClient, args: Any) -> Any:
+    if args.revision is not None:
+        return client.call("/v1/memory/version", {
+            "path": args.path, "revision": back(client, args.path, args.revision)})
+    return client.call("/v1/memory/get", {
+        "path": args.path, "start_line": args.start_line, "end_line": args.end_line,
+        "offset": args.offset,
+    })
+
+
+def _upsert(client: HubClient, args: Any) -> Any:
+    return client.call("/v1/memory/upsert", {
+        "path": args.path, "content": _read_content(args.file),
+        "expected_revision": args.expected_revision,
+    })
+
+
+def _forget(client: HubClient, args: Any) -> Any:
+    return client.call("/v1/memory/forget", {
+        "path": args.path, "expected_revision": args.expected_revision,
+    })
+
+
+def _list(client: HubClient, args: Any) -> Any:
+    body = {"path_prefix": args.prefix}
+    if args.limit is not None:
+        body["limit"] = args.limit
+    return client.call("/v1/memory/list", body)
+
+
+def _log(client: HubClient, args: Any) -> Any:
+    body = {"path": args.path}
+    if args.since is not None:
+        body["since"] = since(args.since)
+    if args.limit is not None:
+        body["limit"] = args.limit
+    if args.principal is not None:
+        return client.call("/v1/admin/history", {**body, "action": "log",
+                                                  "principal": args.principal})
+    return client.call("/v1/memory/log", body)
+
+
+def _purge(client: HubClient, args: Any) -> Any:
+    body = {"action": "purge", "path": args.path}
+    if args.principal is not None:
+        body["principal"] = args.principal
+    if args.revision is not None:  # `@N`: in the owner's own scope
+        body["revision"] = back(client, args.path, args.revision)
+    return client.call("/v1/admin/history", body)
+
+
+def _diff(client: HubClient, args: Any) -> Any:
+    result = client.call("/v1/memory/diff", {
+        "path": args.path, "from_revision": back(client, args.path, args.from_revision),
+        "to_revision": back(client, args.path, args.to_revision)})
+    return result if args.pretty else str(result["diff"]).encode("utf-8")
+
+
+def _restore(client: HubClient, args: Any) -> Any:
+    return client.call("/v1/memory/restore", {
+        "path": args.path, "revision": back(client, args.path, args.revision),
+        "expected_revision": back(client, args.path, args.expected_revision)})
+
+
+def _edit(client: HubClient, args: Any) -> Any:
+    from amux.client.edit import edit
+
+    return edit(client, args.path)
+
+
+def _doctor(client: HubClient, args: Any) -> Any:
+    result = client.call("/v1/memory/doctor", {})
+    if args.json or args.pretty:
+        return result
+    from amux.client.doctor import report
+
+    return report(result).encode("utf-8")
+
+
+def _mcp(args: Any, start_hub: StartHub | None) -> bytes:
+    """Serve MCP on stdin/stdout until stdin ends; it never starts a Hub (SPEC §3)."""
+    from amux.client.mcp import main as serve_mcp
+
+    serve_mcp()
+    return b""  # everything went to stdout as MCP messages
+
+
+COMMANDS: dict[str, Command] = {
+    "search": Command(
+        "literal search over your memory scope",
+        Arg("terms", "1-16 literal terms", nargs="+", metavar="TERM"),
+        Arg("--prefix", "only documents under this folder (whole segments)"),
+        Arg("--limit", "documents to return, 1-20 (default 5)", type=int),
+        run=_on_hub(_search)),
+    "show": Command(
+        "one bounded page of a document, or a past version of it (--revision)",
+        Arg("path", PATH_HELP),
+        Arg("--start-line", "1-based first line", type=int, default=0),
+        Arg("--end-line", "1-based last line (inclusive)", type=int, default=0),
+        Arg("--offset", "continue at next_offset of a truncated page", type=int),
+        Arg("--revision", "the whole document as it was at this revision (from `amux "
+            "memory log`; @1: before its newest change)"),
+        run=_on_hub(_show)),
+    "upsert": Command(
+        "create or replace a whole document",
+        Arg("path", PATH_HELP),
+        Arg("--expected-revision", "the revision you read, or 'absent' to create",
+            required=True),
+        Arg("--file", "read UTF-8 Markdown from this file (default: stdin)"),
+        run=_on_hub(_upsert)),
+    "forget": Command(
+        "delete one document",
+        Arg("path", PATH_HELP),
+        Arg("--expected-revision", "the revision you read", required=True),
+        run=_on_hub(_forget)),
+    "export": Command("write one whole document to stdout", Arg("path", PATH_HELP),
+        run=_on_hub(_export)),
+    "list": Command(
+        "documents with size, revision and date (for people)",
+        Arg("prefix", "only under this folder", nargs="?"),
+        Arg("--limit", "at most this many, 1-1000 (default 100)", type=int),
+        run=_on_hub(_list)),
+    "log": Command(
+        "the changes in your memory scope, newest first: when, which revision, what "
+        "operation, and who (principal, agent, amux session)",
+        Arg("path", "only this document's changes", nargs="?"),
+        Arg("--since", "only changes since WHEN: 30m, 12h, 7d, today, or a date/time "
+            "such as 2026-12-01 or 2026-12-01T09:30"),
+        Arg("--limit", "at most this many, 1-10000 (default 50)", type=int),
+        Arg("--principal", "the Hub's owner only: that principal's scope"),
+        run=_on_hub(_log)),
+    "diff": Command(
+        "a unified diff between two versions of a document (default: its newest change)",
+        Arg("path", PATH_HELP),
+        Arg("from_revision", "the older version (default: the one before the newest "
+            "change; 'absent' for none; @N: N changes before the newest)", nargs="?",
+            metavar="REV"),
+        Arg("to_revision", "the newer version (default: the newest change's)", nargs="?",
+            metavar="REV"),
+        run=_on_hub(_diff)),
+    "restore": Command(
+        "write a past version back, as an ordinary conditional write (a forgotten "
+        "document too: --expected-revision absent)",
+        Arg("path", PATH_HELP),
+        Arg("--revision", "the version to restore (from `amux memory log PATH`; @1: the one "
+            "before the newest change)", required=True),
+        Arg("--expected-revision", "the current revision, 'absent', or @0 (the newest in "
+            "history: refused if the document changed since)", required=True),
+        run=_on_hub(_restore)),
+    "purge": Command(
+        "the Hub's owner only: remove a version from history (--revision), or all of a "
+        "document's past but its current content, e.g. a secret written by hand and since "
+        "removed; nothing under AMUX_HOME yields those bytes afterwards",
+        Arg("path", PATH_HELP),
+        Arg("--revision", "only this version (from `amux memory log PATH`)"),
+        Arg("--principal", "in that principal's scope (default: yours)"),
+        run=_on_hub(_purge)),
+    "edit": Command("edit a document in $VISUAL/$EDITOR, then save it conditionally "
+                    "(for people)", Arg("path", PATH_HELP),
+        run=_on_hub(_edit)),
+    "doctor": Command(
+        "read-only health report of your memory scope: entry size and detail, missing "
+        "descriptions, duplicates, dangling links, project ids, old documents, quota headroom",
+        Arg("--json", "the machine form (JSON) instead of the readable report", flag=True),
+        run=_on_hub(_doctor)),
+    "mcp": Command("serve the amux MCP tools on stdin/stdout (for agents; never starts a Hub)",
+        run=_mcp),
+}
+
+PARSER = Parser(
+    "amux memory",
+    "Search, read and change amux memory through the Hub. Output is JSON (the wire "
+    "contract: docs/wire.md in amux's source); errors are JSON on stdout plus one line on "
+    "stderr.",
+    COMMANDS, {"--pretty": "output for people instead of compact JSON (before or after "
+                         "the command)"})
 
 
 def back(client: HubClient, path: str, revision: str | None) -> str | None:
@@ -442,12 +491,8 @@ def main(argv: list[str] | None = None, pretty: Render = _indented,
 
 
 def _memory(arguments: list[str], pretty: Render, start_hub: StartHub | None) -> int:
-    if arguments == ["mcp"]:
-        from amux.client.mcp import main as serve_mcp
-
-        return serve_mcp()
-    return run("amux memory", PARSER.parse, arguments, lambda args: _run(args, start_hub),
-               pretty)
+    return run("amux memory", PARSER.parse, arguments,
+               lambda args: COMMANDS[args.command].run(args, start_hub), pretty)
 
 
 if __name__ == "__main__":

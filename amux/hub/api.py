@@ -78,27 +78,28 @@ from amux.memory.errors import (
     InvalidArgument,
     MemoryDisabled,
     NotFound,
+    NotUtf8,
+    shown,
 )
 from amux.memory.faults import storage_faults
 from amux.memory.history import Author
 from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
 from amux.memory.store import Store
+from amux.typing_light import NamedTuple
 
 log = logging.getLogger("amux.hub")
 
-_MEMORY_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "search": (frozenset({"query"}), frozenset({"path_prefix", "limit"})),
-    "get": (frozenset({"path"}), frozenset({"start_line", "end_line", "offset"})),
-    "upsert": (frozenset({"path", "content", "expected_revision"}), frozenset()),
-    "forget": (frozenset({"path", "expected_revision"}), frozenset()),
-    "list": (frozenset(), frozenset({"path_prefix", "limit"})),
-    "doctor": (frozenset(), frozenset()),
-    "log": (frozenset(), frozenset({"path", "since", "limit"})),
-    "version": (frozenset({"path", "revision"}), frozenset()),
-    "diff": (frozenset({"path"}), frozenset({"from_revision", "to_revision"})),
-    "restore": (frozenset({"path", "revision", "expected_revision"}), frozenset()),
-}
-"""Required and optional fields of each memory operation (SPEC Appendix A)."""
+MemoryHandler = Callable[["HubApi", Scope, dict[str, Any], Author], Any]
+"""What answers one memory operation: the Hub, the caller's scope, the checked body, and
+who is asking (history records it with a change)."""
+
+
+class MemoryOperation(NamedTuple):
+    """One memory operation of SPEC Appendix A: its fields and what answers it."""
+
+    required: frozenset[str]
+    optional: frozenset[str]
+    run: MemoryHandler
 
 
 @dataclass(frozen=True)
@@ -234,48 +235,58 @@ class HubApi:
     def _memory(
         self, request: Request, credential: Credential, operation: str, body: dict[str, Any]
     ) -> Any:
-        fields = _MEMORY_FIELDS.get(operation)
-        if fields is None:
-            raise InvalidArgument(f"unknown memory operation {operation!r}")
-        _check_fields(operation, body, *fields)
+        """One memory operation, by `MEMORY_OPERATIONS` alone: a name it does not hold is
+        refused here, before anything is read or written."""
+        known = MEMORY_OPERATIONS.get(operation)
+        if known is None:
+            raise InvalidArgument(f"unknown memory operation {shown(operation)}; the Hub "
+                                  f"answers {', '.join(MEMORY_OPERATIONS)}")
+        _check_fields(operation, body, known.required, known.optional)
         scope = self._scope(request, credential)
-        if operation == "search":
-            return self.store.search(
-                scope, body["query"], body.get("path_prefix"), body.get("limit")
-            )
-        if operation == "get":
-            return self.store.get(
-                scope, body["path"], body.get("start_line") or 0, body.get("end_line") or 0,
-                body.get("offset"),
-            )
         author = Author(credential.principal, credential.agent, credential.session)
-        if operation == "upsert":
-            return self.store.upsert(
-                scope, body["path"], _text(body["content"]), body["expected_revision"], author
-            )
-        if operation == "list":
-            return self.store.list(scope, body.get("path_prefix"), body.get("limit"))
-        if operation == "doctor":
-            return self.store.doctor(scope)
-        if operation in ("log", "version", "diff", "restore"):
-            return self._history(scope, operation, body, author)
+        return known.run(self, scope, body, author)
+
+    def _search(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
+        return self.store.search(scope, body["query"], body.get("path_prefix"),
+                                 body.get("limit"))
+
+    def _get(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
+        return self.store.get(scope, body["path"], body.get("start_line") or 0,
+                              body.get("end_line") or 0, body.get("offset"))
+
+    def _upsert(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
+        return self.store.upsert(scope, body["path"], _text(body["content"]),
+                                 body["expected_revision"], author)
+
+    def _forget(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
         return self.store.forget(scope, body["path"], body["expected_revision"], author)
 
-    def _history(self, scope: Scope, operation: str, body: dict[str, Any],
-                 author: Author) -> Any:
-        """Memory history (docs/store.md "History"): read it, or restore from it."""
-        if operation == "log":
-            return self.store.log(scope, body.get("path"), body.get("since"), body.get("limit"))
+    def _list(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
+        return self.store.list(scope, body.get("path_prefix"), body.get("limit"))
+
+    def _doctor(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
+        return self.store.doctor(scope)
+
+    def _log(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
+        """Memory history (docs/store.md "History"), newest first."""
+        return self.store.log(scope, body.get("path"), body.get("since"), body.get("limit"))
+
+    def _version(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
+        path, revision = body["path"], body["revision"]
+        return {"path": path, "revision": revision,
+                "content": _history_text(path, revision, self.store.version(scope, path,
+                                                                            revision))}
+
+    def _restore(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
         path = body["path"]
-        if operation == "version":
-            data = self.store.version(scope, path, body["revision"])
-            return {"path": path, "revision": body["revision"], "content": data.decode()}
-        if operation == "restore":
-            data = self.store.version(scope, path, body["revision"])
-            written = self.store.upsert(scope, path, data, body["expected_revision"], author,
-                                        operation="restore")
-            return {**written, "restored_from": body["revision"]}
-        return self._diff(scope, path, body.get("from_revision"), body.get("to_revision"))
+        data = self.store.version(scope, path, body["revision"])
+        written = self.store.upsert(scope, path, data, body["expected_revision"], author,
+                                    operation="restore")
+        return {**written, "restored_from": body["revision"]}
+
+    def _diff_of(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
+        return self._diff(scope, body["path"], body.get("from_revision"),
+                          body.get("to_revision"))
 
     def _diff(self, scope: Scope, path: str, old: object, new: object) -> Any:
         """A unified diff of two versions; default: the newest change of `path` (its
@@ -290,11 +301,13 @@ class HubApi:
                 new = newest
             if old is None:
                 old = before if new == newest else newest
-        texts = [b"" if revision == "absent" else self.store.version(scope, path, revision)
+        texts = [_diff_text(b"" if revision == "absent" else
+                            self.store.version(scope, path, revision))
                  for revision in (old, new)]
         lines = difflib.unified_diff(
-            texts[0].decode().splitlines(keepends=True), texts[1].decode().splitlines(
-                keepends=True), f"a/{path}@{str(old)[:12]}", f"b/{path}@{str(new)[:12]}")
+            texts[0][0].splitlines(keepends=True), texts[1][0].splitlines(keepends=True),
+            f"a/{path}@{str(old)[:12]}", f"b/{path}@{str(new)[:12]}", texts[0][1],
+            texts[1][1])
         return {"path": path, "from_revision": old, "to_revision": new, "diff": "".join(lines)}
 
     def _binding(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
@@ -458,6 +471,51 @@ class HubApi:
         if "principal" in body:
             name = self.registry.resolve(check_name(body["principal"]))
         return resolve_scope(Identity(name), isolation=self.config.isolation_enabled)
+
+
+MEMORY_OPERATIONS: dict[str, MemoryOperation] = {
+    "search": MemoryOperation(frozenset({"query"}), frozenset({"path_prefix", "limit"}),
+                              HubApi._search),
+    "get": MemoryOperation(frozenset({"path"}), frozenset({"start_line", "end_line", "offset"}),
+                           HubApi._get),
+    "upsert": MemoryOperation(frozenset({"path", "content", "expected_revision"}), frozenset(),
+                              HubApi._upsert),
+    "forget": MemoryOperation(frozenset({"path", "expected_revision"}), frozenset(),
+                              HubApi._forget),
+    "list": MemoryOperation(frozenset(), frozenset({"path_prefix", "limit"}), HubApi._list),
+    "doctor": MemoryOperation(frozenset(), frozenset(), HubApi._doctor),
+    "log": MemoryOperation(frozenset(), frozenset({"path", "since", "limit"}), HubApi._log),
+    "version": MemoryOperation(frozenset({"path", "revision"}), frozenset(), HubApi._version),
+    "diff": MemoryOperation(frozenset({"path"}), frozenset({"from_revision", "to_revision"}),
+                            HubApi._diff_of),
+    "restore": MemoryOperation(frozenset({"path", "revision", "expected_revision"}),
+                               frozenset(), HubApi._restore),
+}
+"""Every memory operation (SPEC Appendix A), its fields and its handler: the Hub answers
+these and refuses any other name."""
+
+
+def _history_text(path: str, revision: str, data: bytes) -> str:
+    """A past version as text; `not_utf8` naming the byte for a hand edit that was not
+    UTF-8 (history keeps its bytes: a diff shows them, replaced)."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise NotUtf8(f"{path} at revision {revision[:12]} is not valid UTF-8 at byte "
+                      f"{exc.start} (edited outside amux); `amux memory diff {path}` shows "
+                      "it with such bytes replaced by U+FFFD") from None
+
+
+def _diff_text(data: bytes) -> tuple[str, str]:
+    """A version's text for a diff and what its header says beside its name: for bytes
+    that are not UTF-8, which were replaced by U+FFFD."""
+    try:
+        return data.decode("utf-8"), ""
+    except UnicodeDecodeError as exc:
+        text = data.decode("utf-8", "replace")
+        count = text.count("\ufffd") - data.count("\ufffd".encode())
+        return text, (f"not UTF-8: {count} invalid sequence(s) from byte {exc.start} "
+                      "shown as U+FFFD")
 
 
 def _parse_body(body: bytes) -> dict[str, Any]:

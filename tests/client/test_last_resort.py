@@ -109,7 +109,7 @@ def test_the_single_file_client_reports_a_bug_alone(tmp_path: Path) -> None:
     home = tmp_path / "home"
     code = ("import sys; sys.path.insert(0, sys.argv[1]); import amux.client.cli as cli\n"
             "def bug(args, start_hub=None): raise ValueError('bad thing')\n"
-            "cli._run = bug\n"
+            "cli.COMMANDS['search'].run = bug\n"
             "sys.exit(cli.main(['search', 'x']))\n")
     done = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(bundle)],
                           capture_output=True, text=True, timeout=60,

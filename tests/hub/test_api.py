@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from amux.hub import api as api_module
 from amux.hub.api import HubApi, Request, Response
 from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
@@ -290,3 +291,39 @@ def test_self_delegation_is_durable_and_never_logged(hub: Hub, tmp_path: Path,
     with pytest.raises(Exception, match="unknown or revoked"):
         Registry(tmp_path).authenticate(issued["token"])
     assert issued["token"] not in caplog.text and hub.alice not in caplog.text
+
+
+# -- dispatch: one table carries each operation's fields and handler ---------------------------
+
+
+def test_each_memory_operation_is_answered_by_its_own_row(hub: Hub,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every name the Hub answers under /v1/memory/ runs the handler beside its fields in
+    `MEMORY_OPERATIONS`, and nothing else (issue 33: the last branch of an if-chain used to
+    be an unconditional forget)."""
+    ran: list[str] = []
+    for name, row in list(api_module.MEMORY_OPERATIONS.items()):
+        monkeypatch.setitem(api_module.MEMORY_OPERATIONS, name, row._replace(
+            run=lambda api, scope, body, author, name=name: ran.append(name) or {}))
+    for name, row in api_module.MEMORY_OPERATIONS.items():
+        body = {field: "absent" if "revision" in field else "a.md" for field in row.required}
+        assert hub.call(f"/v1/memory/{name}", hub.alice, body).status == 200, name
+        assert ran[-1] == name
+    assert ran == list(api_module.MEMORY_OPERATIONS)
+
+
+def test_an_operation_without_a_handler_cannot_be_added_and_unknown_ones_delete_nothing(
+        hub: Hub) -> None:
+    """A row cannot be made without its handler; a name the table does not hold is refused
+    in one place, with a forget's fields, and the document stays."""
+    with pytest.raises(TypeError):
+        api_module.MemoryOperation(frozenset({"path", "expected_revision"}),  # type: ignore[call-arg]
+                                   frozenset())
+    put = hub.call("/v1/memory/upsert", hub.alice, {"path": "a.md", "content": "kept\n",
+                                                    "expected_revision": "absent"}).json()
+    for name in ("archive", "Forget", "forget/", "", "forget\x00"):
+        refused = hub.call(f"/v1/memory/{name}", hub.alice,
+                           {"path": "a.md", "expected_revision": put["revision"]})
+        assert _code(refused) == "invalid_argument", name
+        assert "unknown memory operation" in refused.json()["error"]["message"]
+    assert hub.call("/v1/memory/get", hub.alice, {"path": "a.md"}).json()["content"] == "kept\n"

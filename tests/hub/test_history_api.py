@@ -5,6 +5,7 @@ it; a real Hub process and the installed client for the user's path."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -174,3 +175,35 @@ def test_only_the_owner_reads_other_scopes_or_purges(api: Hub) -> None:
         assert refused.json()["error"]["code"] == "forbidden"
     owner = api.admin("/v1/admin/history", {"action": "log", "principal": "alice"})
     assert [c["path"] for c in owner.json()["changes"]] == ["a.md"]
+
+
+def test_a_hand_edit_that_is_not_utf8_is_shown_as_such_and_diffed(
+        memory_hub: HubProcess) -> None:
+    """A person saved a document in Latin-1 by hand and the next write replaced it: its
+    version answers `not_utf8` naming the byte, and a diff shows it with those bytes
+    replaced, saying so (not `internal`, with a UnicodeDecodeError in the Hub's log)."""
+    home = memory_hub.home
+    first = amux(home, "memory", "upsert", "notes/cafe.md", "--expected-revision", "absent",
+                 stdin="the café opens at 8\n")[1]["revision"]
+    document = home / "memory" / "global" / "notes" / "cafe.md"
+    document.write_bytes("the café opens at 9\n".encode("latin-1"))  # by hand
+    by_hand = revision_of(document.read_bytes())
+    code, _, err = amux(home, "memory", "upsert", "notes/cafe.md", "--expected-revision",
+                        by_hand, stdin="the café opens at 10\n")
+    assert code == 0, err
+    log = amux(home, "memory", "log", "notes/cafe.md")[1]["changes"]
+    assert [c["operation"] for c in log] == ["update", "hand edit", "create"]
+    code, shown, err = amux(home, "memory", "show", "notes/cafe.md", "--revision", by_hand)
+    assert shown["error"]["code"] == "not_utf8", shown
+    assert "not valid UTF-8 at byte 7" in err and code != 0
+    code, diff, err = amux(home, "memory", "diff", "notes/cafe.md")
+    assert code == 0, err
+    assert f"--- a/notes/cafe.md@{by_hand[:12]}\tnot UTF-8: 1 invalid sequence(s) from " \
+        "byte 7 shown as U+FFFD\n" in diff
+    assert "-the caf\ufffd opens at 9\n+the café opens at 10\n" in diff
+    code, diff, err = amux(home, "memory", "diff", "notes/cafe.md", first, by_hand)
+    assert code == 0 and "+the caf\ufffd opens at 9\n" in diff, err
+    memory_hub.close()
+    memory_hub.process.send_signal(signal.SIGTERM)
+    _, log_text = memory_hub.process.communicate(timeout=20)
+    assert "UnicodeDecodeError" not in log_text and "internal" not in log_text
