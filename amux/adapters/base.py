@@ -131,6 +131,9 @@ class PlanFile(NamedTuple):
     path: str
     text: str
     mode: int = 0o600
+    private: bool = False
+    """Its text holds what the user keeps in a file of their own (an MCP server's token):
+    the dry run names the file, not its text, and only a file (0600) ever carries it."""
 
 
 class PlanMirror(NamedTuple):

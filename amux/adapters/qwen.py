@@ -10,8 +10,10 @@ Gemini CLI that for amux behaves like Claude Code):
   itself; every `--append-system-prompt` the user passed and the protocol become ONE value
   (the user's text first, unchanged): Qwen crashes when the flag is given twice. On resume
   the frozen text is passed byte for byte.
-- MCP: ONE `--mcp-config` (given twice, Qwen exits 52), holding the servers of the user's
-  own `--mcp-config` values (a file, read by `user_settings` as Qwen would, relative to the
+- MCP: ONE `--mcp-config` (given twice, Qwen exits 52): a file of the launch's own in the
+  session's directory (0600, written before every launch; never the JSON inline, which
+  would put the servers' tokens in argv), holding the servers of the user's own
+  `--mcp-config` values (a file, read by `user_settings` as Qwen would, relative to the
   cwd, or inline JSON) with `amux` added: `trust: true` (a headless run declines an untrusted
   tool's call) and `alwaysLoadTools: true` (else the tools are deferred behind
   `tool_search`). The servers of the user's settings stay (Qwen merges `--mcp-config` over
@@ -81,6 +83,9 @@ if TYPE_CHECKING:
 _NAMESPACE = "3f9a6c1e-2b7d-4e58-9c0a-51d7e4b2a903"
 """uuid5 namespace of the Qwen session ids amux chooses (a fixed, arbitrary UUID)."""
 SETTINGS_FILE = "qwen-system-settings.json"
+MCP_FILE = "qwen-mcp.json"
+"""The launch's one `--mcp-config`, in the session's directory (0600): the user's servers
+may hold tokens, which argv (`/proc/PID/cmdline`, `ps`) would show every local user."""
 """The launch's system settings file, in the amux session's directory."""
 SYSTEM_SETTINGS = "QWEN_CODE_SYSTEM_SETTINGS_PATH"
 SYSTEM_DEFAULTS = "QWEN_CODE_SYSTEM_DEFAULTS_PATH"
@@ -267,7 +272,7 @@ class QwenAdapter:
         servers = _servers(json.loads(found.get(MCP_CONFIG, "[]")))
         servers["amux"] = {"command": memory.mcp_command[0], "args": list(memory.mcp_command[1:]),
                            "env": dict(memory.env), "trust": True, "alwaysLoadTools": True}
-        mcp_config = json.dumps({"mcpServers": servers}, sort_keys=True)
+        mcp_config = os.path.join(request.files_dir, MCP_FILE)
         path = os.path.join(request.files_dir, SETTINGS_FILE)
         env = {SYSTEM_SETTINGS: path}
         if found.get(SYSTEM_DEFAULTS) or SYSTEM_SETTINGS not in found:  # else the user's own
@@ -284,7 +289,10 @@ class QwenAdapter:
             suppression={"env": {SYSTEM_SETTINGS: path},
                          "settings": {f"memory.{key}": value for key, value in MEMORY_OFF.items()}},
             agent_session=ref, warnings=tuple(warnings), not_resumable=not_resumable,
-            files=(PlanFile(path, _system_settings(found)),))
+            files=(PlanFile(path, _system_settings(found)),
+                   PlanFile(mcp_config, json.dumps({"mcpServers": servers}, indent=2,
+                                                   sort_keys=True) + "\n",
+                            private=MCP_CONFIG in found)))
         return with_endpoint(plan, endpoint)
 
 

@@ -126,7 +126,10 @@ class Launch(NamedTuple):
                        **({"mode": None, "content": "a link to the installed amux"}
                           if self.target is None else
                           {"mode": "0700", "content": "a copy of the single-file client"})}]
-        files += [{"path": f.path, "mode": f"{f.mode:04o}", "owner": owner, "text": f.text}
+        files += [{"path": f.path, "mode": f"{f.mode:04o}", "owner": owner,
+                   **({"content": f"withheld: {len(f.text.encode()):,} bytes holding what "
+                       "your own files hold (MCP servers' tokens)"} if f.private
+                      else {"text": f.text})}
                   for f in self.plan.files]
         return files
 

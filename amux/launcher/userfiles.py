@@ -169,7 +169,8 @@ def _mirrors(plan: Sequence[Sequence[Any]]) -> list[PlanMirror]:
 
 
 def _files(files: Sequence[Sequence[Any]]) -> list[PlanFile]:
-    return [PlanFile(str(path), str(text), int(mode)) for path, text, mode in files]
+    return [PlanFile(str(path), str(text), int(mode), bool(private))
+            for path, text, mode, private in files]
 
 
 OPERATIONS: dict[str, Any] = {

@@ -20,7 +20,7 @@ from amux.adapters.base import (
     PlanRefused,
     ResumeFlagRefused,
 )
-from amux.adapters.qwen import SETTINGS_FILE, QwenAdapter
+from amux.adapters.qwen import MCP_FILE, SETTINGS_FILE, QwenAdapter
 from tests.adapters.test_contract import memory
 from tests.adapters.test_hooks import FakeProbe
 
@@ -44,8 +44,13 @@ def option(launch: LaunchPlan, name: str) -> list[str]:
 
 
 def servers(launch: LaunchPlan) -> dict[str, dict[str, object]]:
-    [config] = option(launch, "--mcp-config")
-    return dict(json.loads(config)["mcpServers"])
+    """The servers of the launch's one `--mcp-config`: a 0600 file of its own, never the
+    JSON in argv."""
+    [path] = option(launch, "--mcp-config")
+    assert path == f"{SESSION_DIR}/{MCP_FILE}"
+    [file] = [f for f in launch.files if f.path == path]
+    assert file.mode == 0o600
+    return dict(json.loads(file.text)["mcpServers"])
 
 
 def settings(launch: LaunchPlan) -> dict[str, object]:
@@ -97,6 +102,8 @@ def test_the_amux_server_joins_the_users_own_mcp_config_in_one_flag() -> None:
     assert amux["trust"] is True and amux["alwaysLoadTools"] is True
     assert amux["command"] == "/opt/amux/bin/amux" and amux["args"] == ["memory", "mcp"]
     assert "mine.json" not in launch.argv and inline not in " ".join(launch.argv[3:])
+    assert [f.private for f in launch.files] == [False, True]  # the dry run withholds it
+    assert not [f for f in plan("-p", "x").files if f.private]  # only amux's server
     # Without memory the user's flags pass as given.
     bare = plan("--mcp-config", "mine.json", "-p", "x", probe=probe, with_memory=False)
     assert bare.argv[3:] == ("--mcp-config", "mine.json", "-p", "x")

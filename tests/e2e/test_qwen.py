@@ -286,3 +286,58 @@ def test_qwen_runs_isolated_as_another_user(world: World) -> None:  # noqa: F811
     [kept] = list((config / "projects").glob(f"*/chats/{state['agent_session']}.jsonl"))
     assert kept.stat().st_uid == entry.pw_uid
     assert "amux memory protocol" in system(model.main()[0])
+
+
+PROC_SCAN = '''import os, sys
+secret, out = os.environ["GITHUB_PERSONAL_ACCESS_TOKEN"], sys.argv[1]
+seen = []
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read()
+    except OSError:
+        continue
+    if argv:
+        seen.append({"pid": int(pid), "argv": argv.decode(errors="replace").split("\\0"),
+                     "secret": secret.encode() in argv})
+with open(out, "w") as handle:
+    import json
+    json.dump(seen, handle)
+os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
+'''
+"""Run as the user's own MCP server, the token in its environment from the user's file:
+while Qwen runs, it records every process's argv (what `ps` shows every local user), then
+becomes `user_mcp.py`."""
+
+
+def test_a_token_in_the_users_mcp_config_file_never_reaches_any_argv(
+        memory_hub: HubProcess, tmp_path: Path) -> None:
+    """Issue 33: `amux run qwen -- --mcp-config ~/mcp.json` with a 0600 file holding an MCP
+    server's token. Qwen gets the merged servers through a 0600 file in the session's
+    directory, not as inline JSON, so the token is in no process's argv while Qwen runs
+    (its server, started from that file, still gets it) and not in `--dry-run`."""
+    secret = f"ghp_{os.urandom(18).hex()}"
+    with MockModel([Text("Hello.")], is_side=qwen_is_side) as model:
+        env, work = user_setup(tmp_path, model)
+        scan, seen = tmp_path / "scan.py", tmp_path / "seen.json"
+        scan.write_text(PROC_SCAN)
+        config = Path(env["HOME"]) / "mcp.json"
+        config.write_text(json.dumps({"mcpServers": {"gh": {
+            "command": sys.executable, "args": [str(scan), str(seen), str(USER_MCP)],
+            "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": secret}}}}))
+        config.chmod(0o600)
+        dry = amux_run(memory_hub, env, work, "--dry-run", str(npm_bin("qwen")), "--",
+                       "--mcp-config", str(config), "-p", "hi")
+        done = qwen(memory_hub, env, work, "--mcp-config", str(config), "-p", "hi")
+    assert secret not in dry.stdout + dry.stderr
+    written = [f for f in json.loads(dry.stdout)["writes"] if f["path"].endswith("mcp.json")]
+    assert written and "withheld" in written[0]["content"] and "text" not in written[0]
+    processes = json.loads(seen.read_text())
+    assert [p["argv"] for p in processes if p["secret"]] == []
+    qwen_argv = [p["argv"] for p in processes if any("--mcp-config" in a for a in p["argv"])]
+    assert qwen_argv, "the scan saw Qwen's command line"
+    assert "Hello." in done.stdout
+    [opening] = model.main()
+    assert "mcp__gh__user_ping" in json.dumps(opening.body)  # Qwen read the file: its server
+    files = list((memory_hub.home / "sessions").glob("**/qwen-mcp.json"))
+    assert files and all(f.stat().st_mode & 0o777 == 0o600 for f in files)
