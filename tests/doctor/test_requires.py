@@ -19,8 +19,9 @@ NAMES = sorted(ADAPTERS)
 
 def launches(name: str, args: list[str]) -> list[LaunchPlan]:
     """New and resumed, with memory and without; pointed at an endpoint (`amux run
-    --endpoint`), with a key and without, with a user and password in its URL; and a new session as the launcher starts it,
-    with the reference the adapter chooses up front (None: one it learns after the run)."""
+    --endpoint`), with a key and without, with a user and password in its URL; and a new
+    session as the launcher starts it, with the reference the adapter chooses up front
+    (None: one it learns after the run)."""
     endpoints = [EndpointRequest(URL, "m"), EndpointRequest(URL, "m", None, "MY_KEY"),
                  EndpointRequest(URL.replace("://", "://me:pw@"), "m")]
     if name == "claude":  # a bearer token is another variable
