@@ -21,6 +21,13 @@ def server() -> Iterator[tuple[socket.socket, int]]:
     listener.close()
 
 
+@pytest.fixture
+def fresh_opener(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`urlopen` keeps the opener it first builds, with the proxies of that moment's
+    environment: a test that sets a proxy gets its own, and leaves none behind."""
+    monkeypatch.setattr(urllib.request, "_opener", None)
+
+
 def serve_once(listener: socket.socket, reply: bytes) -> threading.Thread:
     def answer() -> None:
         connection, _ = listener.accept()
@@ -59,7 +66,8 @@ def test_nothing_listening_and_silence_are_said(server: tuple[socket.socket, int
 
 
 def test_a_proxy_in_the_environment_is_used_as_the_agent_would(
-        server: tuple[socket.socket, int], monkeypatch: pytest.MonkeyPatch) -> None:
+        server: tuple[socket.socket, int], monkeypatch: pytest.MonkeyPatch,
+        fresh_opener: None) -> None:
     """With HTTP_PROXY set the check goes through urllib, which asks the proxy."""
     listener, port = server
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
@@ -97,7 +105,7 @@ def record_once(listener: socket.socket, reply: bytes) -> tuple[threading.Thread
 @pytest.mark.parametrize("proxied", [False, True])
 def test_the_check_never_sends_the_urls_user_and_password(
         server: tuple[socket.socket, int], monkeypatch: pytest.MonkeyPatch,
-        proxied: bool) -> None:
+        fresh_opener: None, proxied: bool) -> None:
     """`Host:` was the URL's netloc, user and password included, and urllib's path used
     the URL whole: now both ask the host and port only, and no line names them."""
     listener, port = server
@@ -105,7 +113,6 @@ def test_the_check_never_sends_the_urls_user_and_password(
         monkeypatch.delenv(name, raising=False)
     if proxied:  # urllib's path: the request goes to the proxy, naming the URL
         monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
-        monkeypatch.setattr(urllib.request, "_opener", None)  # urlopen's, with old proxies
     password = f"s3cr3t-{secrets.token_hex(4)}"
     host = "model.invalid:8080" if proxied else f"127.0.0.1:{port}"
     thread, seen = record_once(listener, b"HTTP/1.0 401 Unauthorized\r\n\r\n")
