@@ -16,6 +16,7 @@ on in its agent (flags, variables, settings) it declares as data (`requires`), w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
@@ -75,6 +76,31 @@ class EndpointRequest(NamedTuple):
     """The variable holding the endpoint's key (its name only); None: no key."""
 
 
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^\s/?#\"'<>\\]*@")
+"""A URL's scheme and the user and password after it (to the authority's last `@`)."""
+
+
+def without_userinfo(text: str) -> str:
+    """`text` with every URL in it shown without its user and password
+    (`http://user:pw@host/v1` → `http://host/v1`): how amux shows, logs and stores an
+    endpoint's URL. Only the agent's environment holds it whole."""
+    return _USERINFO.sub(r"\1", text)
+
+
+def basic_authorization(url: str) -> str | None:
+    """The `Authorization` header value (`Basic …`, RFC 7617) of the user and password in
+    `url`, percent-decoded; None when it has none."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.username is None:
+        return None
+    import base64
+
+    pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    return "Basic " + base64.b64encode(pair.encode()).decode()
+
+
 class EndpointWiring(NamedTuple):
     """What pointing an agent at an endpoint adds to its plan (`with_endpoint`)."""
 
@@ -84,6 +110,8 @@ class EndpointWiring(NamedTuple):
     unset: tuple[str, ...] = ()
     env_from: Mapping[str, str] = NOTHING
     files: tuple[PlanFile, ...] = ()
+    secret_env: tuple[str, ...] = ()
+    """Variables of `env` holding a credential (`LaunchPlan.secret_env`)."""
 
 
 class Memory(NamedTuple):
@@ -175,6 +203,9 @@ class LaunchPlan(NamedTuple):
     for a secret the plan must not hold: an endpoint's key."""
     mirrors: tuple[PlanMirror, ...] = ()
     """Directories made for this launch (outer before inner), before its files are written."""
+    secret_env: tuple[str, ...] = ()
+    """Variables of `env` whose values are credentials (the user and password of an
+    endpoint's URL, which must stay out of argv): a dry run shows them redacted."""
 
 
 class Probe(Protocol):
@@ -500,7 +531,8 @@ def with_endpoint(plan: LaunchPlan, wiring: EndpointWiring | None) -> LaunchPlan
     return plan._replace(argv=(plan.argv[0], *wiring.args, *plan.argv[1:]),
                          env={**plan.env, **wiring.env}, unset=(*plan.unset, *wiring.unset),
                          env_from={**plan.env_from, **wiring.env_from},
-                         files=(*plan.files, *wiring.files))
+                         files=(*plan.files, *wiring.files),
+                         secret_env=(*plan.secret_env, *wiring.secret_env))
 
 
 def merge_instructions(user: list[str], protocol: str | None) -> str | None:

@@ -51,6 +51,7 @@ from amux.adapters.base import (
     ResumeFlagRefused,
     SessionFile,
     SessionFiles,
+    basic_authorization,
     endpoint_api,
     first_line_version,
     first_operand,
@@ -62,6 +63,7 @@ from amux.adapters.base import (
     no_user_settings,
     take_option,
     with_endpoint,
+    without_userinfo,
 )
 from amux.adapters.codex_layers import (
     codex_home,
@@ -76,6 +78,10 @@ MEMORY_SETTINGS = ("features.memories", "memories.use_memories", "memories.gener
 """Codex's native-memory settings; every launch forces them false (so does the app-server
 driver, which also checks `config/read` reports them so)."""
 SUPPRESSION = tuple(f"{key}=false" for key in MEMORY_SETTINGS)
+AUTHORIZATION_VARIABLE = "AMUX_ENDPOINT_AUTH_TOKEN"
+"""Holds the `Authorization` header of an endpoint whose URL has a user and password, for
+Codex only (`env_http_headers`); a name with TOKEN in it, which Codex's default
+`shell_environment_policy` keeps from the commands it runs."""
 EPHEMERAL = ("started with Codex's exec --ephemeral, which keeps no thread: Codex kept "
              "nothing to resume")
 
@@ -135,7 +141,7 @@ class CodexAdapter:
                     "and the launcher finds the thread's rollout"),
         *(Requirement("setting", name, "`amux run --endpoint` reaches Codex")
           for name in ("model_provider", "model_providers", "base_url", "wire_api",
-                       "env_key")),
+                       "env_key", "env_http_headers")),
     )
     package: str | None = "@openai/codex"
     quick_exit_hint = ("log in (`codex login`), or set OPENAI_API_KEY, or point it at a "
@@ -231,21 +237,31 @@ class CodexAdapter:
     def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
         """A provider of this launch only, in `-c` overrides (the user's config files are
         not touched): the Responses API at the URL, the key read by Codex itself from the
-        named variable (none: no Authorization header)."""
+        named variable (none: no Authorization header). A user and password in the URL
+        never reach argv: the URL goes without them, and Codex sends them as the
+        `Authorization: Basic …` it would have made of them, a header it reads from a
+        variable of its environment (`env_http_headers`); a key outranks it, as it did."""
         if endpoint is None:
             return None
         endpoint_api(endpoint, "Codex", ("openai",), "an OpenAI-compatible endpoint that "
                      "serves the Responses API (`/v1/responses`: Ollama, vLLM, llama.cpp's "
                      "server do); use claude or pi for an Anthropic one")
         provider = f"model_providers.{ENDPOINT_PROVIDER}"
+        authorization = basic_authorization(endpoint.url)
         overrides = [f"model_provider={toml_value(ENDPOINT_PROVIDER)}",
                      f"{provider}.name={toml_value('amux run --endpoint')}",
-                     f"{provider}.base_url={toml_value(endpoint.url)}",
+                     f"{provider}.base_url={toml_value(without_userinfo(endpoint.url))}",
                      f'{provider}.wire_api="responses"',
                      *([f"{provider}.env_key={toml_value(endpoint.key_env)}"]
                        if endpoint.key_env else []),
+                     *([f"{provider}.env_http_headers="
+                        f"{toml_value({'Authorization': AUTHORIZATION_VARIABLE})}"]
+                       if authorization else []),
                      f"model={toml_value(endpoint.model)}"]
-        return EndpointWiring(args=tuple(part for o in overrides for part in ("-c", o)))
+        return EndpointWiring(args=tuple(part for o in overrides for part in ("-c", o)),
+                              env={AUTHORIZATION_VARIABLE: authorization} if authorization
+                              else NOTHING,
+                              secret_env=(AUTHORIZATION_VARIABLE,) if authorization else ())
 
     @staticmethod
     def _resume(request: AgentRequest, args: list[str]) -> list[str]:

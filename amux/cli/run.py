@@ -53,7 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--endpoint", metavar="URL",
                         help="for this launch only, point the agent at this model endpoint "
                         "(e.g. a local Ollama, vLLM or llama.cpp server: "
-                        "http://127.0.0.1:11434/v1); the user's agent config is not edited")
+                        "http://127.0.0.1:11434/v1); the user's agent config is not edited; "
+                        "a user and password in the URL reach the agent only (never its "
+                        "argv), and a resume needs them again")
     parser.add_argument("--model", metavar="NAME",
                         help="with --endpoint: the model the endpoint serves")
     parser.add_argument("--endpoint-api", metavar="KIND", choices=ENDPOINT_APIS,
@@ -116,7 +118,9 @@ def quick_parse(ours: list[str]) -> SimpleNamespace | None:
 
 def _endpoint(args: Any) -> EndpointRequest | None:
     """`--endpoint URL --model NAME` as one request, or None; either alone is refused."""
-    from amux.adapters.base import EndpointRequest
+    from urllib.parse import urlsplit
+
+    from amux.adapters.base import EndpointRequest, without_userinfo
 
     extras = [name for name, value in (("--endpoint-api", args.endpoint_api),
                                        ("--endpoint-key-env", args.endpoint_key_env)) if value]
@@ -129,8 +133,12 @@ def _endpoint(args: Any) -> EndpointRequest | None:
                           "the endpoint and the model it serves, e.g. `amux run --endpoint "
                           "http://127.0.0.1:11434/v1 --model qwen3 codex`")
     if not args.endpoint.startswith(("http://", "https://")):
-        raise ClientError("invalid_argument", f"--endpoint {args.endpoint!r}: not an http:// "
-                          "or https:// URL")
+        raise ClientError("invalid_argument", f"--endpoint {without_userinfo(args.endpoint)!r}: "
+                          "not an http:// or https:// URL")
+    if "@" in urlsplit(without_userinfo(args.endpoint)).netloc:
+        raise ClientError("invalid_argument", "--endpoint: percent-encode the user and "
+                          "password in its URL (a space as %20, a quote as %22, …): amux "
+                          "shows and stores the URL without them, and must tell where they end")
     return EndpointRequest(args.endpoint, args.model, args.endpoint_api,
                            args.endpoint_key_env)
 

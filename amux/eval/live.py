@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from amux.adapters.base import Adapter
+from amux.adapters.base import Adapter, without_userinfo
 from amux.eval import context, wire
 from amux.eval.agents import (
     AGENTS,
@@ -181,7 +181,7 @@ def run_live(options: LiveOptions) -> tuple[int, dict[str, Any]]:
         _writable(options.json_path)
     started = time.monotonic()
     report: dict[str, Any] = {
-        "version": VERSION, "agent": agent.name, "base_url": options.base_url,
+        "version": VERSION, "agent": agent.name, "base_url": without_userinfo(options.base_url),
         "model": options.model, "samples": options.samples,
         "scenarios": [scenario.name for scenario in selected],
         "started_at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -229,7 +229,7 @@ def _run(options: LiveOptions, agent: Adapter, binary: Path,
         "window": context.window_json(window), "refused": refused, "warning": warning,
     }
     print(f"amux eval live: {agent.name} through amux run, model {options.model} at "
-          f"{options.base_url}", file=out)
+          f"{without_userinfo(options.base_url)}", file=out)
     print(f"prompt: about {size.estimated_tokens:,} tokens ({size.content_chars:,} "
           f"characters, {size.tools} tools); window: "
           + (f"{window.tokens:,} tokens ({window.source})" if window.tokens else window.source),

@@ -29,9 +29,11 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
+from amux.adapters.base import basic_authorization
 from amux.eval import wire
 from amux.eval.loopback import LoopbackServer, QuietHandler
 from amux.eval.wire import WireName
+from amux.launcher import endpoints
 
 UPSTREAM_TIMEOUT = 900.0
 """Seconds a local model may take to start answering (a long prompt on a small GPU)."""
@@ -92,13 +94,12 @@ def _decode(raw: bytes, encoding: str) -> bytes | None:
 
 class Proxy(LoopbackServer):
     """The proxy server; a context manager. `upstream` is the user's base URL (only its
-    scheme and host are used: request paths pass through), None to answer locally."""
+    scheme and host are used: request paths pass through; a user and password in it go
+    as the `Authorization` of a request that has none), None to answer locally."""
 
     def __init__(self, upstream: str | None, reply: str = "ok") -> None:
-        self.upstream = None
-        if upstream is not None:
-            parts = urlsplit(upstream)
-            self.upstream = f"{parts.scheme}://{parts.netloc}"
+        self.upstream = None if upstream is None else endpoints.root(upstream)
+        self.authorization = None if upstream is None else basic_authorization(upstream)
         self.reply = reply
         self.tag = ""
         self._lock = threading.Lock()
@@ -176,6 +177,8 @@ def _handler_for(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
         def _forward(self, exchange: Exchange, raw: bytes) -> None:
             assert proxy.upstream is not None
             headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
+            if proxy.authorization and "authorization" not in map(str.lower, headers):
+                headers["Authorization"] = proxy.authorization
             request = urllib.request.Request(proxy.upstream + self.path,
                                              data=raw if raw or self.command == "POST"
                                              else None, headers=headers, method=self.command)

@@ -5,7 +5,9 @@ Claude retries for two, Pi fails after twenty seconds, and each ends with a mess
 something else. So `amux run --endpoint` (and the resume of such a session) first asks the
 endpoint's host for anything (any HTTP answer, even an error status, means a server is
 there) within `CHECK_SECONDS`, and refuses with one line naming the URL and the fix when
-nothing answers. `amux eval live` asks the same, with its own patience.
+nothing answers. `amux eval live` asks the same, with its own patience. The question never
+carries the URL's user and password (an HTTP answer, even 401, is all it needs), and no
+line names them.
 
 A plain-HTTP endpoint with no proxy in the environment (a local model server, the common
 case) is asked over a socket directly: `urllib.request` alone costs a launch ~40 ms of
@@ -20,13 +22,16 @@ import os
 import socket
 from urllib.parse import SplitResult, urlsplit
 
+from amux.adapters.base import without_userinfo
+
 CHECK_SECONDS = 2.5
 
 
 def root(base_url: str) -> str:
-    """The endpoint's scheme and host (`http://127.0.0.1:11434`)."""
+    """The endpoint's scheme and host, without any user and password
+    (`http://127.0.0.1:11434`)."""
     parts = urlsplit(base_url)
-    return f"{parts.scheme}://{parts.netloc}"
+    return without_userinfo(f"{parts.scheme}://{parts.netloc}")
 
 
 PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
@@ -35,14 +40,14 @@ PROXY_VARIABLES = ("http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
 def unreachable(base_url: str, timeout: float = CHECK_SECONDS) -> str | None:
     """Why nothing answers at the endpoint's host, or None. Environment proxies apply,
     as they do in the agent's run."""
-    parts = urlsplit(base_url)
+    parts = urlsplit(root(base_url))
     if parts.scheme == "http" and not any(os.environ.get(name) for name in PROXY_VARIABLES):
         return _asked_directly(parts, timeout)
     import urllib.error
     import urllib.request
 
     try:
-        with urllib.request.urlopen(root(base_url) + "/", timeout=timeout):
+        with urllib.request.urlopen(parts.geturl() + "/", timeout=timeout):
             return None
     except urllib.error.HTTPError:
         return None
@@ -50,11 +55,12 @@ def unreachable(base_url: str, timeout: float = CHECK_SECONDS) -> str | None:
         reason = getattr(error, "reason", error)
         if isinstance(reason, TimeoutError) or "timed out" in str(reason):
             reason = f"no answer within {timeout:g} s"
-        return f"nothing answers at {root(base_url)} ({reason})"
+        return f"nothing answers at {parts.geturl()} ({reason})"
 
 
 def _asked_directly(parts: SplitResult, timeout: float) -> str | None:
-    """`unreachable` over a socket: any bytes back mean a server is there."""
+    """`unreachable` over a socket: any bytes back mean a server is there. `parts`: the
+    endpoint's `root`, whose host and port (as given) are the `Host:`."""
     try:
         address = (parts.hostname or "", parts.port or 80)
         with socket.create_connection(address, timeout=timeout) as sock:
@@ -67,7 +73,7 @@ def _asked_directly(parts: SplitResult, timeout: float) -> str | None:
         reason = f"no answer within {timeout:g} s"
     except (OSError, ValueError) as error:
         reason = str(error)
-    return f"nothing answers at {parts.scheme}://{parts.netloc} ({reason})"
+    return f"nothing answers at {parts.geturl()} ({reason})"
 
 
 def _read_out(sock: socket.socket) -> None:

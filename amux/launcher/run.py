@@ -32,6 +32,7 @@ from amux.adapters.base import (
     EndpointRequest,
     LaunchPlan,
     Memory,
+    without_userinfo,
 )
 from amux.adapters.fallback import FallbackAdapter
 from amux.client.wire import ClientError
@@ -62,7 +63,7 @@ class RunRequest(NamedTuple):
     """Variables an isolated agent gets although they look like credentials."""
     endpoint: EndpointRequest | None = None
     """`--endpoint URL --model NAME`: the model endpoint of a new session (frozen; a resume
-    reuses it)."""
+    reuses it, and takes it again for the user and password its URL had)."""
 
 
 class EnvChanges(NamedTuple):
@@ -134,12 +135,14 @@ class Launch(NamedTuple):
         return files
 
     def report(self) -> dict[str, Any]:
-        """The launch as `--dry-run` prints it (JSON)."""
+        """The launch as `--dry-run` prints it (JSON): no credential in it, every URL
+        without its user and password, a variable holding one `REDACTED`."""
         plan, session, target = self.plan, self.session, self.target
         env: dict[str, str | None] = {**self.env.set, **dict.fromkeys(self.env.unset)}
         env.update({name: f"${{{source}}}" for name, source in plan.env_from.items()})
+        env.update(dict.fromkeys(plan.secret_env, REDACTED))
         writes = self.writes()
-        return {
+        report: dict[str, Any] = _shown({
             "session": session.id, "resume": not self.new, "agent": session.agent,
             "adapter": self.adapter.name,
             "as_user": None if target is None else {
@@ -154,7 +157,22 @@ class Launch(NamedTuple):
             "run_dir": None if self.run_dir is None else str(self.run_dir.path),
             "mirrors": [dict(mirror._asdict()) for mirror in plan.mirrors],
             "warnings": list(plan.warnings),
-        }
+        })
+        return report
+
+
+REDACTED = "<redacted>"
+
+
+def _shown(value: Any) -> Any:
+    """`value` (JSON) with every URL in its strings `without_userinfo`."""
+    if isinstance(value, str):
+        return without_userinfo(value)
+    if isinstance(value, dict):
+        return {key: _shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item) for item in value]
+    return value
 
 
 def _run_as(target: Target | None) -> RunAs | None:
@@ -263,27 +281,49 @@ def _resumed(home: Path, request: RunRequest) -> tuple[state.SessionState, Adapt
     if _agent_session_unknown(frozen, adapter):
         raise ClientError("invalid_argument", f"session {frozen.id} never recorded "
                           f"{frozen.adapter}'s own session id, so it cannot be resumed")
-    given = None if request.endpoint is None else dict(request.endpoint._asdict())
-    if given is not None and given != frozen.endpoint:
-        started = ("the agent's own model" if frozen.endpoint is None else
-                   f"--endpoint {frozen.endpoint['url']} --model {frozen.endpoint['model']}")
+    given = _frozen(request.endpoint)
+    endpoint = frozen.endpoint
+    if given is not None and given not in (endpoint, _anonymous(endpoint)):
+        started = ("the agent's own model" if endpoint is None else
+                   f"--endpoint {endpoint['url']} --model {endpoint['model']}")
         raise ClientError("invalid_argument", f"session {frozen.id} started with {started}, "
                           "and a resume reuses it; resume without --endpoint, or start a new "
                           "session for another model")
+    if endpoint is not None and endpoint.get("credentials") and given != endpoint:
+        url = str(endpoint["url"])
+        raise ClientError("invalid_argument", f"session {frozen.id}'s --endpoint {url} had a "
+                          "user and password, which amux does not keep; give them again: "
+                          f"amux run --resume {frozen.id} --endpoint "
+                          f"{url.replace('://', '://USER:PASSWORD@', 1)} --model "
+                          f"{endpoint['model']}")
     if request.as_user not in (None, frozen.as_user):
         raise ClientError("invalid_argument", f"session {frozen.id} runs as "
                           f"{frozen.as_user or 'the launching user'}, not {request.as_user}")
     return frozen, adapter
 
 
-def _frozen_endpoint(session: state.SessionState) -> EndpointRequest | None:
+def _frozen(endpoint: EndpointRequest | None) -> dict[str, str | bool | None] | None:
+    return None if endpoint is None else state.frozen_endpoint(endpoint._asdict())
+
+
+def _anonymous(frozen: dict[str, str | bool | None] | None) -> dict[str, str | bool | None] | None:
+    """A frozen endpoint as it is given again without its user and password."""
+    return None if frozen is None else {k: v for k, v in frozen.items() if k != "credentials"}
+
+
+def _frozen_endpoint(session: state.SessionState,
+                     given: EndpointRequest | None) -> EndpointRequest | None:
+    """The session's endpoint; for one with `credentials`, the URL `given` with them
+    (`_resumed` checked it is the frozen one)."""
     frozen = session.endpoint
     if frozen is None:
         return None
     api = frozen.get("api")
-    return EndpointRequest(str(frozen["url"]), str(frozen["model"]),
+    key_env = frozen.get("key_env")
+    url = given.url if given is not None and frozen.get("credentials") else str(frozen["url"])
+    return EndpointRequest(url, str(frozen["model"]),
                            next((kind for kind in ENDPOINT_APIS if kind == api), None),
-                           frozen.get("key_env"))
+                           None if key_env is None else str(key_env))
 
 
 def _last(home: Path, agent: str | None) -> state.SessionState:
@@ -336,17 +376,18 @@ def _check_endpoint(request: RunRequest,
     answers (the agent would hang or fail with a message about something else); a dry
     run starts nothing and asks nothing."""
     endpoint = (request.endpoint if resumed is None
-                else _frozen_endpoint(resumed[0]))
+                else _frozen_endpoint(resumed[0], request.endpoint))
     if endpoint is None or request.dry_run:
         return
     from amux.launcher.endpoints import unreachable  # urllib: endpoint launches only
 
     problem = unreachable(endpoint.url)
     if problem:
+        url = without_userinfo(endpoint.url)
         if resumed is None:
-            given, fix = f"--endpoint {endpoint.url}", "or point --endpoint at one that runs"
+            given, fix = f"--endpoint {url}", "or point --endpoint at one that runs"
         else:
-            given, fix = (f"session {resumed[0].id}'s --endpoint {endpoint.url}",
+            given, fix = (f"session {resumed[0].id}'s --endpoint {url}",
                           "then resume again")
         raise ClientError("invalid_argument", f"{given}: {problem}; start the model server "
                           f"there (Ollama: `ollama serve`), {fix}")
@@ -377,9 +418,9 @@ def _prepare(home: Path, request: RunRequest, client: Path,
             instructions=None, suppression={}, agent_session=None,
             created_at=time.time(), cwd=os.getcwd(),
             as_user=target.name if target else None,
-            endpoint=None if request.endpoint is None else dict(request.endpoint._asdict()))
+            endpoint=_frozen(request.endpoint))
     new = request.resume is None
-    endpoint = _frozen_endpoint(session)
+    endpoint = _frozen_endpoint(session, request.endpoint)
     agent_dir = _agent_dir(home, session.id, target)
     if target is None:
         base_env = wiring.agent_env(os.environ)  # never the launcher's own token

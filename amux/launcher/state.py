@@ -7,7 +7,8 @@ reference once known, and whether the session can be resumed at all. A resume
 reads it back and reuses it byte for byte; it is never rewritten except to record
 the agent's session reference. The directory also holds agent files the session
 owns (Pi's session file and the instructions file it is given). No secrets here:
-tokens live only in the run directory's connection config and die with the run.
+tokens live only in the run directory's connection config and die with the run, and an
+endpoint's URL is kept without its user and password (`frozen_endpoint`).
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ import json
 import os
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from amux.adapters.base import without_userinfo
 from amux.client.wire import ClientError
 from amux.memory.durable import write_file_atomic
 from amux.typing_light import NamedTuple
@@ -54,9 +56,10 @@ class SessionState(NamedTuple):
     """False for a session the agent keeps nothing of (Pi's `--no-session`)."""
     not_resumable_reason: str | None = None
     """Why `resumable` is false, said by `amux run --resume`."""
-    endpoint: dict[str, str | None] | None = None
-    """`amux run --endpoint`: url, model, api, key_env (the variable's name, never the
-    key), reused on resume; None: the agent's own configured model."""
+    endpoint: dict[str, str | bool | None] | None = None
+    """`amux run --endpoint`: url (without a user and password), model, api, key_env (the
+    variable's name, never the key), `credentials: true` when the URL had a user and
+    password (`frozen_endpoint`); reused on resume; None: the agent's own configured model."""
 
     @property
     def has_memory(self) -> bool:
@@ -111,7 +114,19 @@ def load(home: Path, session_id: str) -> SessionState:
     if problem is not None:
         raise _unreadable(path, problem)
     data["warnings"] = tuple(data.get("warnings", ()))
+    if data.get("endpoint") is not None:
+        data["endpoint"] = frozen_endpoint(data["endpoint"])
     return SessionState(**data)
+
+
+def frozen_endpoint(endpoint: Mapping[str, str | bool | None]) -> dict[str, str | bool | None]:
+    """An endpoint (`EndpointRequest._asdict()`) as a session freezes it: its URL without
+    a user and password, and `credentials: true` when it had them (only the agent's
+    environment holds them; a resume is given them again). A state saved whole before
+    this is read so too."""
+    url = str(endpoint["url"])
+    shown = without_userinfo(url)
+    return dict(endpoint) if shown == url else {**endpoint, "url": shown, "credentials": True}
 
 
 _NONE = type(None)
@@ -153,7 +168,8 @@ def _holds(name: str, value: Any) -> bool:
     if name == "warnings":
         return all(type(item) is str for item in value)
     if name == "endpoint" and value is not None:
-        return (all(type(item) in (str, _NONE) for item in value.values())
+        return (all(type(item) in ((bool,) if key == "credentials" else (str, _NONE))
+                    for key, item in value.items())
                 and type(value.get("url")) is str and type(value.get("model")) is str)
     return True
 

@@ -172,3 +172,24 @@ def test_pis_extension_registers_exactly_the_endpoint_whatever_its_text(
     assert (config["baseUrl"], config["models"][0]["id"], config["apiKey"]) == (
         url, model, key or NO_KEY)
     assert config["api"] == "openai-completions"
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
+def test_a_user_and_password_in_the_url_never_reach_argv(name: str) -> None:
+    """argv is world-readable (/proc/PID/cmdline): every adapter leaves the URL's user and
+    password out of it; the agent gets them in its environment (or Pi in its own 0600
+    extension file), and Codex as an `Authorization` header read from a variable named
+    in its settings, marked secret for the dry run."""
+    api = {"claude": "anthropic", "gemini": "gemini"}.get(name, "openai")
+    url = URL.replace("://", "://me:s3cr3t%40x@")
+    pointed = plan(name, EndpointRequest(url, "qwen3", api))
+    assert not [arg for arg in pointed.argv if "s3cr3t" in arg]
+    held = [*pointed.env.values(), *(file.text for file in pointed.files)]
+    if name == "codex":
+        assert codex_overrides(pointed.argv)[
+            f"model_providers.{ENDPOINT_PROVIDER}.env_http_headers"] == {
+            "Authorization": "AMUX_ENDPOINT_AUTH_TOKEN"}
+        assert pointed.env["AMUX_ENDPOINT_AUTH_TOKEN"] == "Basic bWU6czNjcjN0QHg="  # me:s3cr3t@x
+        assert pointed.secret_env == ("AMUX_ENDPOINT_AUTH_TOKEN",)
+    else:
+        assert any(url in text for text in held) and pointed.secret_env == ()

@@ -19,9 +19,11 @@ NAMES = sorted(ADAPTERS)
 
 def launches(name: str, args: list[str]) -> list[LaunchPlan]:
     """New and resumed, with memory and without; pointed at an endpoint (`amux run
-    --endpoint`), with a key and without; and a new session as the launcher starts it,
-    with the reference the adapter chooses up front (None: one it learns after the run)."""
-    endpoints = [EndpointRequest(URL, "m"), EndpointRequest(URL, "m", None, "MY_KEY")]
+    --endpoint`), with a key and without, with a user and password in its URL; and a new
+    session as the launcher starts it, with the reference the adapter chooses up front
+    (None: one it learns after the run)."""
+    endpoints = [EndpointRequest(URL, "m"), EndpointRequest(URL, "m", None, "MY_KEY"),
+                 EndpointRequest(URL.replace("://", "://me:pw@"), "m")]
     if name == "claude":  # a bearer token is another variable
         endpoints.append(EndpointRequest(URL, "m", None, "ANTHROPIC_AUTH_TOKEN"))
     if name == "opencode":  # another provider package
@@ -53,8 +55,9 @@ def options(words: list[str]) -> set[str]:
 
 def amux_env(name: str, launch: LaunchPlan) -> set[str]:
     """The variables a launch sets or removes for the agent itself (not amux's own
-    connection, which only the `amux` client reads)."""
-    own = memory(ADAPTERS[name].channel).env
+    connection, which only the `amux` client reads, nor a credential's variable, which
+    amux names to the agent in its settings)."""
+    own = {*memory(ADAPTERS[name].channel).env, *launch.secret_env}
     return ({key for key in launch.env if key not in own} | set(launch.unset)
             | set(launch.env_from))
 
