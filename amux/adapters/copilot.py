@@ -19,11 +19,13 @@ against the scripted model) and how each is handled:
 - **Memory tools.** `--additional-mcp-config=@<session dir>/copilot-mcp.json` (this launch
   only, beside the user's `~/.copilot/mcp-config.json`, which is never written) with the
   server `amux` whose environment is only the connection config's path (the token stays in
-  its 0600 file). Copilot names its tools `amux-memory_search`, …, sent with their schemas in
-  the first request. In `-p` a tool needing approval is denied, so
-  `--allow-tool=amux(memory_search),…` allows exactly the five amux tools. A user's own
-  server named `amux` is replaced for the launch; their `--deny-tool` matching them wins, and
-  their `--available-tools` list hides them unless it names them (a warning says so).
+  its 0600 file) and `disableToolCache` (else Copilot keeps its tool list in
+  `~/.cache/copilot/mcp-tools/`, keyed on the entry: a new file every session). Copilot
+  names its tools `amux-memory_search`, …, sent with their schemas in the first request.
+  In `-p` a tool needing approval is denied, so `--allow-tool=amux(memory_search),…`
+  allows exactly the five amux tools. A user's own server named `amux` is replaced for the
+  launch; their `--deny-tool` matching them wins, and their `--available-tools` list hides
+  them unless it names them (a warning says so).
 - **Native memory.** Copilot Memory is GitHub's cloud service, reached through the tools
   `store_memory` and `vote_memory` of a signed-in, entitled account; `-p` leaves it off unless
   `--enable-memory`, interactive sessions keep it. Every launch with memory passes
@@ -186,6 +188,8 @@ class CopilotAdapter:
         Requirement("flag", "--no-auto-update", "an `--endpoint` launch makes no update "
                     "check and runs the version doctor checked"),
         Requirement("setting", "mcpServers", "the memory tools reach Copilot"),
+        Requirement("setting", "disableToolCache", "a launch leaves no tool list of its own "
+                    "in ~/.cache/copilot/mcp-tools (one file per session otherwise)"),
         Requirement("setting", "store_memory", "Copilot's own memory tool is the one "
                     "excluded"),
         Requirement("env", DIRS, "the memory protocol reaches Copilot's system prompt"),
@@ -294,7 +298,7 @@ class CopilotAdapter:
             raise PlanRefused("Copilot's instructions need the session's directory")
         instructions = request.frozen_instructions or memory.protocol
         server = {"command": memory.mcp_command[0], "args": list(memory.mcp_command[1:]),
-                  "env": dict(memory.env)}
+                  "env": dict(memory.env), "disableToolCache": True}
         mcp = os.path.join(request.files_dir, MCP_FILE)
         files = (PlanFile(os.path.join(request.files_dir, INSTRUCTIONS_FILE), instructions),
                  PlanFile(mcp, json.dumps({"mcpServers": {"amux": server}}, indent=2) + "\n"))

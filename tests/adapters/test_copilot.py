@@ -65,7 +65,8 @@ def test_a_new_launch_with_memory() -> None:
     assert config.path == mcp and config.mode == 0o600
     server = json.loads(config.text)["mcpServers"]["amux"]
     assert server == {"command": "/opt/amux/bin/amux", "args": ["memory", "mcp"],
-                      "env": memory("mcp").env}  # the config's path only, never a token
+                      "env": memory("mcp").env,  # the config's path only, never a token
+                      "disableToolCache": True}  # no tool list kept per session
     assert launch.warnings == (LIMITS,) and launch.channel == "mcp"
 
 

@@ -142,6 +142,37 @@ def test_copilot_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
         "mcpServers": {"mine": {"command": sys.executable, "args": [str(USER_MCP)]}}}
 
 
+def tool_lists(home: Path) -> dict[str, str]:
+    """The MCP tool lists Copilot keeps in the user's cache: file name → server name."""
+    cache = home / ".cache" / "copilot" / "mcp-tools"
+    return {path.name: json.loads(path.read_text())["serverName"]
+            for path in sorted(cache.iterdir())} if cache.is_dir() else {}
+
+
+def test_copilot_keeps_no_tool_list_per_session(memory_hub: HubProcess, tmp_path: Path,
+                                                package_cache: Path) -> None:
+    """Copilot keeps each MCP server's tool list in `~/.cache/copilot/mcp-tools/`, a file per
+    entry and working directory, and amux's entry names a connection config of its session:
+    two sessions and a resume leave the files one launch leaves, only the user's own
+    server's, as plain Copilot does; the memory tools still ran in each."""
+    copilot = str(npm_bin("copilot"))
+    home = tmp_path / "home"
+    with MockModel([UPSERT, Text("Saved.")], [SEARCH, Text("Found.")],
+                   [SEARCH, Text("Found again.")]) as model:
+        env, work = user_setup(tmp_path, model, package_cache)
+        amux_run(memory_hub, env, work, copilot, "--", "-p", "Remember: tabs.")
+        after_one = tool_lists(home)
+        amux_run(memory_hub, env, work, copilot, "--", "-p", "How do I indent?")
+        first, _ = sessions(memory_hub.home)
+        amux_run(memory_hub, env, work, "--resume", first["id"], "--", "-p", "Again?")
+    assert tool_lists(home) == after_one
+    assert set(after_one.values()) == {"mine"}  # (the user's, kept as without amux)
+    [saved] = model.tool_results("amux-memory_upsert")
+    assert not saved.is_error and json.loads(saved.text)["created"] is True, saved.text
+    found = model.tool_results("amux-memory_search")
+    assert len(found) == 2 and all(not each.is_error and PATH in each.text for each in found)
+
+
 def test_copilot_without_memory_and_with_the_hub_down(hub: HubProcess, tmp_path: Path,
                                                       package_cache: Path) -> None:
     """(4) memory off on the Hub: no tools, no protocol, Copilot as it is (the same tools as
