@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from amux.materializer.helper import CALL_SECONDS
 from tests.isolation.world import World, user_a, user_b
 
 
@@ -308,6 +309,45 @@ def test_the_token_is_revoked_before_the_targets_files_are_touched(world: World)
             running.communicate()
     again = world.run(a, str(world.agents / "gemini"), "-p", "hi")  # restores the leftover
     assert again.returncode == 0, again.stderr
+
+
+BIG_APPEND_SYSTEM = "mkdir -p .pi/agent && head -c 2097152 /dev/zero | tr '\\0' x > " \
+                    ".pi/agent/APPEND_SYSTEM.md"
+"""A's 2 MiB Pi instructions: the plan's file that carries them is larger than the helper's
+socket buffer, so a stopped helper never reads the request that sends it."""
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("args", [("--no-session",), ()], ids=["restore", "kept"])
+def test_a_stopped_helper_ends_the_launch_at_the_call_deadline(world: World,
+                                                               args: tuple[str, ...]) -> None:
+    """The agent stops (SIGSTOP) the helper that acts as it, then exits. The launcher's
+    next call to it (`--no-session`: the restore, sending A's 2 MiB instructions, which
+    waited for ever in `sendall`; a new session: the check that Pi kept its session
+    file, then the restore) is given up at the call's deadline: the launch ends, the
+    helper killed, the token revoked, the run directory removed, and one line says why."""
+    a = user_a(world)
+    plant(world, a, BIG_APPEND_SYSTEM)
+    started = time.monotonic()
+    running = world.launch(a, str(world.agents / "pi"), *args, "-p", "hi",
+                           env={"ISO_ACTION": "stop-helper"}, wait=False)
+    assert isinstance(running, subprocess.Popen)
+    try:
+        _, err = running.communicate(timeout=CALL_SECONDS + 60)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.communicate()
+    assert time.monotonic() - started < CALL_SECONDS + 30
+    assert running.returncode == 0, err
+    [record] = world.records()
+    [helper] = record["stopped"]
+    assert helper["signalled"] == 0
+    assert not os.path.exists(f"/proc/{helper['pid']}")  # killed and reaped
+    assert world.live_tokens() == []
+    assert list(world.runs.iterdir()) == []
+    [line] = [line for line in err.splitlines() if "mirrors were not restored" in line]
+    assert f"took longer than {CALL_SECONDS:.0f} s, so it was stopped" in line
 
 
 # -- 5. a runs root that is not root's alone ---------------------------------------------------
