@@ -504,19 +504,19 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
     issued = _wire(home, launch, client)
     files = launch.files
     try:
+        env = launch.env.applied(os.environ)
+        spec = (launch.adapter.session_files(env, str(launch.agent_dir))
+                if launch.new and session.resumable and session.agent_session is None
+                else None)
         try:
             files.make_dirs(str(launch.agent_dir))
             for warning in files.make_mirrors(plan.mirrors):
                 _warn(warning)
             files.write_files(plan.files)  # before every launch, from the plan
+            watch = session_watch.SessionWatch(spec, files) if spec is not None else None
         except OSError as exc:  # the helper acting as the target failed or was stopped
             raise ClientError("invalid_argument", f"cannot prepare {launch.agent_dir} for "
                               f"the agent: {exc}") from None
-        env = launch.env.applied(os.environ)
-        spec = (launch.adapter.session_files(env, str(launch.agent_dir))
-                if launch.new and session.resumable and session.agent_session is None
-                else None)
-        watch = session_watch.SessionWatch(spec, files) if spec is not None else None
         started = time.monotonic()
         try:
             status = supervise(list(plan.argv), env, run_as=launch.run_as,

@@ -19,8 +19,10 @@ read its memory or its environment, which are the launcher's; a killed helper on
 the target's own launch.
 
 The wire: length-prefixed ASCII JSON frames, a request `{"op", "args"}` and a reply
-`{"ok"}` (a JSON value), `{"bytes"}` (base64) or `{"error"}`. Each call has a timeout,
-after which the child is killed and every later call fails. Errors come back as their
+`{"ok"}` (a JSON value), `{"bytes"}` (base64) or `{"error"}`. Each call, the request
+sent and the reply read, has one deadline (a stopped child reads no request larger than
+the socket's buffer, so the send is bounded too), after which the child is killed and
+every later call fails. Errors come back as their
 own kind: `OSError` (errno, message, file name), `ValueError`, `ClientError`; anything
 else is a bug of the operation, reported as `internal`.
 """
@@ -45,7 +47,8 @@ from amux.client.wire import ClientError
 from amux.materializer.target import Target
 
 CALL_SECONDS = 30.0
-"""The longest one operation may take (listing or mirroring a large home included)."""
+"""The longest one call may take, its request sent and its reply read (listing or
+mirroring a large home included)."""
 REPLY_LIMIT = 64 << 20
 """The largest reply the launcher reads from the child."""
 _HEADER = struct.Struct(">I")
@@ -79,7 +82,7 @@ class Helper:
             raise OSError(f"cannot act as {self.target.name}: {self._gone or 'closed'}")
         deadline = time.monotonic() + timeout
         try:
-            _send(self._sock, {"op": op, "args": list(args)})
+            _send(self._sock, {"op": op, "args": list(args)}, deadline)
             reply = _receive(self._sock, deadline, REPLY_LIMIT)
         except TimeoutError:
             self._fail(f"{op} took longer than {timeout:.0f} s, so it was stopped")
@@ -201,9 +204,17 @@ def _max_fd() -> int:
         return 1024
 
 
-def _send(sock: socket.socket, message: Mapping[str, Any]) -> None:
-    """ASCII JSON: a file name that is not UTF-8 (a lone surrogate) crosses intact."""
+def _send(sock: socket.socket, message: Mapping[str, Any], deadline: float | None = None,
+          ) -> None:
+    """ASCII JSON: a file name that is not UTF-8 (a lone surrogate) crosses intact.
+    Sent whole by `deadline` (TimeoutError after it; it bounds the whole `sendall`), or
+    blocking without one."""
     data = json.dumps(message).encode("ascii")
+    if deadline is not None:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        sock.settimeout(remaining)
     sock.sendall(_HEADER.pack(len(data)) + data)
 
 

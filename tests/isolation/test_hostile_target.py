@@ -5,7 +5,8 @@ while root works: links to root's files, `..` names in its agents' settings, FIF
 sparse files, renames raced against root's mkdir. Root (the launcher, as CI runs it) must
 never read, write, create or chown anything there on the target's say-so: every test
 here plants as the real throwaway user A and checks what root did. Each failed on the
-launcher before the helper acting as the target (amux.materializer.helper).
+launcher before the helper acting as the target (amux.materializer.helper), but those of
+a stopped helper (issue 33), which test the helper itself.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from amux.materializer.helper import CALL_SECONDS
 from tests.isolation.world import World, user_a, user_b
 
 
@@ -308,6 +310,116 @@ def test_the_token_is_revoked_before_the_targets_files_are_touched(world: World)
             running.communicate()
     again = world.run(a, str(world.agents / "gemini"), "-p", "hi")  # restores the leftover
     assert again.returncode == 0, again.stderr
+
+
+BIG_APPEND_SYSTEM = "mkdir -p .pi/agent && head -c 2097152 /dev/zero | tr '\\0' x > " \
+                    ".pi/agent/APPEND_SYSTEM.md"
+"""A's 2 MiB Pi instructions: the plan's file that carries them is larger than the helper's
+socket buffer, so a stopped helper never reads the request that sends it."""
+
+
+@pytest.mark.timeout(150)
+@pytest.mark.parametrize("args", [("--no-session",), ()], ids=["restore", "kept"])
+def test_a_stopped_helper_ends_the_launch_at_the_call_deadline(world: World,
+                                                               args: tuple[str, ...]) -> None:
+    """The agent stops (SIGSTOP) the helper that acts as it, then exits. The launcher's
+    next call to it (`--no-session`: the restore, sending A's 2 MiB instructions, which
+    waited for ever in `sendall`; a new session: the check that Pi kept its session
+    file, then the restore) is given up at the call's deadline: the launch ends, the
+    helper killed, the token revoked, the run directory removed, and one line says why."""
+    a = user_a(world)
+    plant(world, a, BIG_APPEND_SYSTEM)
+    started = time.monotonic()
+    running = world.launch(a, str(world.agents / "pi"), *args, "-p", "hi",
+                           env={"ISO_ACTION": "stop-helper"}, wait=False)
+    assert isinstance(running, subprocess.Popen)
+    try:
+        _, err = running.communicate(timeout=CALL_SECONDS + 60)
+    finally:
+        if running.poll() is None:
+            running.kill()
+            running.communicate()
+    assert time.monotonic() - started < CALL_SECONDS + 30
+    assert running.returncode == 0, err
+    [record] = world.records()
+    [helper] = record["stopped"]
+    assert helper["signalled"] == 0
+    assert not os.path.exists(f"/proc/{helper['pid']}")  # killed and reaped
+    assert world.live_tokens() == []
+    assert list(world.runs.iterdir()) == []
+    [line] = [line for line in err.splitlines() if "mirrors were not restored" in line]
+    assert f"took longer than {CALL_SECONDS:.0f} s, so it was stopped" in line
+
+
+STOPPER = r'''
+import ctypes, os, signal, sys, time
+sessions, uid = sys.argv[1], os.getuid()
+libc = ctypes.CDLL("libc.so.6", use_errno=True)
+fd = libc.inotify_init()
+assert libc.inotify_add_watch(fd, sessions.encode(), 0x100) >= 0  # IN_CREATE
+print("ready", flush=True)
+def helper():  # running as us, yet its /proc entries are root's: non-dumpable
+    for name in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{name}/status") as status:
+                real = next(line for line in status if line.startswith("Uid:")).split()[1]
+            if int(real) == uid and os.stat(f"/proc/{name}/environ").st_uid == 0:
+                return int(name)
+        except (OSError, ValueError, StopIteration):
+            continue
+    return None
+pid = None
+while pid is None:
+    pid = helper()
+    time.sleep(0.005)
+os.read(fd, 4096)  # the session directory, made by the helper: the launch's first call
+os.kill(pid, signal.SIGSTOP)
+print(pid, flush=True)
+'''
+
+
+@pytest.mark.timeout(150)
+def test_a_helper_stopped_at_launch_start_ends_the_launch_at_the_call_deadline(
+        world: World) -> None:
+    """A process of A's stops the helper as soon as it makes the session directory, with
+    the token minted and the run directory in place. The stop mostly lands before the
+    helper's next reply (a wait bounded before issue 33 too), seldom while the request
+    carrying A's 2 MiB instructions is sent, and on a busy machine maybe only after the
+    agent started: wherever it lands, the launch ends at the call's deadline, its token
+    revoked, its run directory removed, and one line says why."""
+    a = user_a(world)
+    entry = world.users[a]
+    plant(world, a, f"{BIG_APPEND_SYSTEM} && mkdir -p .amux/sessions")
+    stopper = subprocess.Popen(["/usr/bin/python3", "-c", STOPPER,
+                                f"{entry.pw_dir}/.amux/sessions"], user=entry.pw_uid,
+                               group=entry.pw_gid, extra_groups=[], stdout=subprocess.PIPE,
+                               text=True)
+    running = None
+    try:
+        assert stopper.stdout is not None and stopper.stdout.readline().strip() == "ready"
+        started = time.monotonic()
+        running = world.launch(a, str(world.agents / "pi"), "--no-session", "-p", "hi",
+                               wait=False)
+        assert isinstance(running, subprocess.Popen)
+        _, err = running.communicate(timeout=CALL_SECONDS + 60)
+        assert time.monotonic() - started < CALL_SECONDS + 30
+        helper = int(stopper.communicate(timeout=10)[0])
+    finally:
+        stopper.kill()
+        stopper.communicate()
+        if running is not None and running.poll() is None:
+            running.kill()
+            running.communicate()
+    assert not os.path.exists(f"/proc/{helper}")
+    assert world.live_tokens() == []
+    assert list(world.runs.iterdir()) == []
+    if world.records() == []:  # stopped before the agent started
+        assert running.returncode == 2, err
+        [line] = [line for line in err.splitlines() if "cannot prepare" in line]
+    else:
+        assert running.returncode == 0, err
+        [line] = [line for line in err.splitlines() if "mirrors were not restored" in line]
+    assert f"took longer than {CALL_SECONDS:.0f} s, so it was stopped" in line
 
 
 # -- 5. a runs root that is not root's alone ---------------------------------------------------

@@ -3,13 +3,15 @@
 What it must guarantee: the target's uid, gid and groups for good (root cannot be
 regained), none of the launcher's descriptors, no imports (the installation may be
 unreadable to the target), its errors raised in the launcher as their own kinds, and a
-call that hangs stopped at its timeout, failing every later call instead of hanging.
+call that hangs, or a request a stopped child never reads, stopped at its timeout,
+failing every later call instead of hanging.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
+import signal
 import socket
 import time
 from collections.abc import Iterator
@@ -53,7 +55,7 @@ def _fail(kind: str) -> None:
 
 
 OPERATIONS = {"who": _who, "regain": _regain, "fail": _fail,
-              "bytes": lambda: b"\x00\xff raw", "sleep": lambda s: time.sleep(s),
+              "bytes": lambda: b"\x00\xff raw", "sleep": lambda s: time.sleep(s), "length": len,
               "names": lambda: [os.fsdecode(b"caf\xe9"), "é", "\n"], "set": lambda: {1},
               "looks_like_bytes": lambda: {"bytes": "AAAA"}}
 
@@ -116,6 +118,28 @@ def test_a_call_that_hangs_is_stopped_and_every_later_call_fails(
     with pytest.raises(OSError, match="took longer than 1 s"):
         process.call("sleep", 30, timeout=1)
     assert time.monotonic() - started < 5
+    with pytest.raises(OSError, match="took longer than 1 s"):
+        process.call("who")
+
+
+@pytest.mark.timeout(60)
+def test_a_request_a_stopped_helper_never_reads_is_given_up_at_the_timeout(
+        helper: tuple[Helper, pwd.struct_passwd]) -> None:
+    """The target stops (SIGSTOP) its helper: a request larger than the socket's buffer
+    (a plan file carrying the target's own text) cannot be sent, so the send is bounded
+    by the call's timeout too; the child is killed and reaped, and every later call fails."""
+    process, _ = helper
+    text = "x" * (8 << 20)
+    assert process.call("length", text) == len(text)  # sent whole to a running helper
+    pid = process._pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)
+    started = time.monotonic()
+    with pytest.raises(OSError, match="took longer than 1 s"):
+        process.call("length", text, timeout=1)
+    assert time.monotonic() - started < 5
+    with pytest.raises(ChildProcessError):  # killed and reaped: no longer our child
+        os.waitpid(pid, os.WNOHANG)
     with pytest.raises(OSError, match="took longer than 1 s"):
         process.call("who")
 
