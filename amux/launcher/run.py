@@ -636,7 +636,10 @@ def _quick_exit_cause(launch: Launch, env: Mapping[str, str]) -> str | None:
             return (f"its endpoint stopped answering: {problem}; start the model server "
                     f"there, then resume: amux run --resume {launch.session.id}")
     probe = SystemProbe(env, os.getcwd(), run_as=launch.run_as, files=launch.files)
-    return launch.adapter.quick_exit_cause(launch.plan.argv[1:], probe, os.isatty(0))
+    try:
+        return launch.adapter.quick_exit_cause(launch.plan.argv[1:], probe, os.isatty(0))
+    except OSError:  # the helper acting as the agent's user failed or was stopped: unknown
+        return None
 
 
 def _kept(home: Path, session: state.SessionState, adapter: Adapter, files: UserFiles,
