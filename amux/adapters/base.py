@@ -367,38 +367,76 @@ def chosen_session(start: str, resume: str) -> tuple[Requirement, Requirement]:
 
 
 class Adapter(Protocol):
-    name: str
-    """The agent's command name (the registry's key)."""
-    display_name: str
-    """The agent's name for people ("Claude Code")."""
-    channel: Channel
-    """The memory channel this agent gets when memory is on."""
-    tracks_sessions: bool
-    """Whether the agent has sessions of its own that a resume must name (the fallback
-    relaunches the command as it was given)."""
-    version_args: tuple[str, ...] | None
-    """The arguments that make the agent print its version (None: not asked)."""
-    probe_env: Mapping[str, str]
-    """Variables for the quick answers amux asks the agent for (its version, its help):
-    only what makes them cheaper, never what changes them."""
-    requires: tuple[Requirement, ...]
-    """Every flag, variable and setting of the agent that `plan` and the hooks use."""
-    package: str | None
-    """The npm package that installs the agent, for the command that installs or updates
-    it (`amux doctor`); None: amux does not know how it is installed."""
-    quick_exit_hint: str | None
-    """What usually makes this agent fail at once (no login, no key) and the fix, for the
-    line amux prints when the agent failed within seconds; None: nothing agent-specific."""
-    model_wire: ModelWire
-    """The API the agent speaks to its usual model endpoint."""
-    key_variables: tuple[str, ...]
-    """The user's variables holding the credential of that endpoint: the key first, then
-    any other credential the agent takes under its own name (Claude's bearer token)."""
-    instruction_files: tuple[str, ...]
-    """The names of the instruction files the agent reads from a project by default."""
-    mcp_tool_prefix: str | None
-    """What precedes a tool of the MCP server `amux` in the tool names the model sees
-    ("" when the agent puts the server in a namespace field); None: no MCP channel."""
+    @property
+    def name(self) -> str:
+        """The agent's command name (the registry's key)."""
+        ...
+
+    @property
+    def display_name(self) -> str:
+        """The agent's name for people ("Claude Code")."""
+        ...
+
+    @property
+    def channel(self) -> Channel:
+        """The memory channel this agent gets when memory is on."""
+        ...
+
+    @property
+    def tracks_sessions(self) -> bool:
+        """Whether the agent has sessions of its own that a resume must name (the fallback
+        relaunches the command as it was given)."""
+        ...
+
+    @property
+    def version_args(self) -> tuple[str, ...] | None:
+        """The arguments that make the agent print its version (None: not asked)."""
+        ...
+
+    @property
+    def probe_env(self) -> Mapping[str, str]:
+        """Variables for the quick answers amux asks the agent for (its version, its help):
+        only what makes them cheaper, never what changes them."""
+        ...
+
+    @property
+    def requires(self) -> tuple[Requirement, ...]:
+        """Every flag, variable and setting of the agent that `plan` and the hooks use."""
+        ...
+
+    @property
+    def package(self) -> str | None:
+        """The npm package that installs the agent, for the command that installs or updates
+        it (`amux doctor`); None: amux does not know how it is installed."""
+        ...
+
+    @property
+    def quick_exit_hint(self) -> str | None:
+        """What usually makes this agent fail at once (no login, no key) and the fix, for the
+        line amux prints when the agent failed within seconds; None: nothing agent-specific."""
+        ...
+
+    @property
+    def model_wire(self) -> ModelWire:
+        """The API the agent speaks to its usual model endpoint."""
+        ...
+
+    @property
+    def key_variables(self) -> tuple[str, ...]:
+        """The user's variables holding the credential of that endpoint: the key first, then
+        any other credential the agent takes under its own name (Claude's bearer token)."""
+        ...
+
+    @property
+    def instruction_files(self) -> tuple[str, ...]:
+        """The names of the instruction files the agent reads from a project by default."""
+        ...
+
+    @property
+    def mcp_tool_prefix(self) -> str | None:
+        """What precedes a tool of the MCP server `amux` in the tool names the model sees
+        ("" when the agent puts the server in a namespace field); None: no MCP channel."""
+        ...
 
     def headless(self, home: str, scratch: str) -> Headless:
         """One non-interactive turn of the agent with `home` as its home and `scratch` as

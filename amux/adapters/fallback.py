@@ -26,6 +26,7 @@ from amux.adapters.base import (
     no_unpacked_code,
     no_user_settings,
 )
+from amux.adapters.registry import ADAPTERS
 
 
 class FallbackAdapter:
@@ -76,6 +77,4 @@ class FallbackAdapter:
 
 
 def _known() -> str:
-    from amux.adapters import ADAPTERS  # the registry imports this module
-
     return ", ".join(ADAPTERS)

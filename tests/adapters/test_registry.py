@@ -1,4 +1,4 @@
-"""Adding an agent takes its adapter module and one registry line, nothing else: a
+"""Adding an agent takes its adapter module and its factory in the registry, nothing else: a
 throwaway agent added that way to a copy of amux is seen by `amux run` (its help, a dry
 run and a real launch with memory), `amux doctor`, `amux eval live` and `amux --help`."""
 
@@ -86,19 +86,22 @@ command -v amux >> "$TOY_RECORD"
 
 @pytest.fixture
 def copy_with_toy(tmp_path: Path) -> Path:
-    """A copy of the amux package with the toy adapter module and its registry line."""
+    """A copy of the amux package with the toy adapter module and its registry factory."""
     root = tmp_path / "pkg"
     shutil.copytree(PACKAGE, root / "amux", ignore=shutil.ignore_patterns("__pycache__"))
     (root / "amux" / "adapters" / "toy.py").write_text(TOY)
-    registry = root / "amux" / "adapters" / "__init__.py"
+    registry = root / "amux" / "adapters" / "registry.py"
     text = registry.read_text()
-    start = text.index("_CLASSES = {")
+    start = text.index("_FACTORIES: ")
     end = text.index("\n}", start)
-    registry.write_text(text[:end] + '\n    "toy": "ToyAdapter",' + text[end:])
+    factory = ("def _toy() -> Adapter:\n    from amux.adapters.toy import ToyAdapter\n\n"
+               "    return ToyAdapter()\n\n\n")
+    registry.write_text(text[:start] + factory + text[start:end] + '\n    "toy": _toy,'
+                        + text[end:])
     return root
 
 
-def test_an_adapter_module_and_its_registry_line_are_all_an_agent_needs(
+def test_an_adapter_module_and_its_registry_factory_are_all_an_agent_needs(
         copy_with_toy: Path, tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
