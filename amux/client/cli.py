@@ -55,35 +55,9 @@ def _read_content(file: str | None) -> str:
         raise ClientError("not_utf8", f"content is not UTF-8 at byte {exc.start}") from None
 
 
-def read_whole(client: HubClient, path: str) -> tuple[str, str] | None:
-    """The whole document and its revision, paged; None when it does not exist.
-
-    Refuses (`revision_conflict`) if the revision changes between pages, so the text
-    is always one version of the document.
-    """
-    pages: list[str] = []
-    offset = None
-    revision = None
-    while True:
-        page = client.call("/v1/memory/get", {"path": path, "offset": offset})
-        if not page["exists"]:
-            if revision is None:
-                return None
-            page["revision"] = "absent"
-        if revision is not None and page["revision"] != revision:
-            raise ClientError(
-                "revision_conflict",
-                f"{path} changed while it was being read; nothing was written, try again",
-                {"current_revision": page["revision"]},
-            )
-        revision = page["revision"]
-        pages.append(page["content"])
-        if not page["truncated"]:
-            return "".join(pages), revision
-        offset = page["next_offset"]
-
-
 def _export(client: HubClient, args: Any) -> bytes:
+    from amux.client.read import read_whole
+
     whole = read_whole(client, args.path)
     if whole is None:
         raise ClientError("not_found", f"{args.path} does not exist")

@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from amux.client.read import read_whole
 from amux.client.transport import HubClient
 from amux.client.wire import ClientError
 
@@ -26,8 +27,6 @@ def _editor() -> list[str]:
 
 
 def edit(client: HubClient, path: str) -> dict[str, Any]:
-    from amux.client.cli import read_whole
-
     whole = read_whole(client, path)
     text, revision = whole if whole is not None else ("", "absent")
     handle, name = tempfile.mkstemp(prefix="amux-edit-", suffix="-" + Path(path).name)

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
-from amux.client.cli import read_whole
 from amux.client.connection import owner_config_path, read_config
+from amux.client.read import read_whole
 from amux.client.transport import HubClient
 from amux.eval.scenarios import REMOTE, REPOSITORY
 
