@@ -199,25 +199,6 @@ class ClaudeAdapter:
         return [flag, request.agent_session]
 
 
-def sdk_options(plan: LaunchPlan) -> dict[str, object]:
-    """The same launch for a Claude Agent SDK sidecar: the merged text as
-    `systemPrompt.append` on Claude Code's preset, the plan's environment (on top of
-    the post-isolation environment the sidecar inherits), and the same MCP server (so
-    also always loaded) and allowed tools: the plan's own flags, which come before the
-    user's arguments (theirs, in either form, are not read)."""
-    options: dict[str, object] = {"env": dict(plan.env)}
-    if plan.instructions is not None:
-        options["systemPrompt"] = {"type": "preset", "preset": "claude_code",
-                                   "append": plan.instructions}
-    for arg in plan.argv:
-        name, equals, value = arg.partition("=")
-        if equals and name == "--mcp-config":
-            options.setdefault("mcpServers", json.loads(value)["mcpServers"])
-        elif equals and name == "--allowedTools":
-            options.setdefault("allowedTools", value.split(","))
-    return options
-
-
 def json_result(stdout: str) -> str:
     """The answer in `--output-format json`'s output: the last line's `result`."""
     for line in reversed(stdout.strip().splitlines()):

@@ -30,7 +30,7 @@ _EPILOG = (
 
 
 def _parser() -> argparse.ArgumentParser:
-    from amux.eval.agents import AGENTS
+    from amux.adapters import ADAPTERS
     from amux.eval.live import DEFAULT_SAMPLES, DEFAULT_TIMEOUT
     from amux.eval.scenarios import BY_NAME
 
@@ -40,8 +40,8 @@ def _parser() -> argparse.ArgumentParser:
     live = commands.add_parser("live", description=_DESCRIPTION,
                                epilog=_EPILOG.format(bases=_bases()),
                                help="the live evaluation against a model endpoint")
-    live.add_argument("--agent", required=True, choices=tuple(AGENTS),
-                      help="the agent CLI to evaluate: " + ", ".join(AGENTS))
+    live.add_argument("--agent", required=True, choices=tuple(ADAPTERS),
+                      help="the agent CLI to evaluate: " + ", ".join(ADAPTERS))
     live.add_argument("--endpoint", "--base-url", required=True, metavar="URL",
                       dest="base_url", help="the model endpoint, as `amux run --endpoint` "
                       "takes it (--base-url: the same)")

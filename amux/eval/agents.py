@@ -16,11 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from amux.adapters import ADAPTERS
 from amux.adapters.base import PROMPT, Adapter, Headless
 
-AGENTS: Mapping[str, Adapter] = ADAPTERS
-"""Every agent amux has an adapter for can be evaluated."""
 KEY_VARIABLE = "AMUX_EVAL_API_KEY"
 """Where the agent's environment holds the user's key for the endpoint, if any."""
 

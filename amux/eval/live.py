@@ -38,10 +38,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from amux.adapters import ADAPTERS
 from amux.adapters.base import Adapter, without_userinfo
 from amux.eval import context, wire
 from amux.eval.agents import (
-    AGENTS,
     KEY_VARIABLE,
     Endpoint,
     Homes,
@@ -175,7 +175,7 @@ def _writable(path: Path) -> None:
 
 def run_live(options: LiveOptions) -> tuple[int, dict[str, Any]]:
     """Run the evaluation; (exit status, the JSON report)."""
-    agent = AGENTS[options.agent]
+    agent = ADAPTERS[options.agent]
     selected = [BY_NAME[name] for name in options.scenarios] or list(SCENARIOS)
     if options.json_path is not None:
         _writable(options.json_path)

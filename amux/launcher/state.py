@@ -61,10 +61,6 @@ class SessionState(NamedTuple):
     variable's name, never the key), `credentials: true` when the URL had a user and
     password (`frozen_endpoint`); reused on resume; None: the agent's own configured model."""
 
-    @property
-    def has_memory(self) -> bool:
-        return self.binding is not None
-
 
 def sessions_dir(home: Path) -> Path:
     return home / "sessions"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from amux.adapters import ADAPTERS
 from amux.adapters.gemini import gemini_home
 from amux.cli.eval import _parser
 from amux.eval.agents import (
-    AGENTS,
     KEY_VARIABLE,
     Endpoint,
     Homes,
@@ -29,8 +29,8 @@ PATH_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
 
 def test_the_cli_offers_every_agent_with_its_key_variable(capsys: pytest.CaptureFixture[str],
                                                           ) -> None:
-    assert set(AGENTS) == {"claude", "codex", "copilot", "gemini", "opencode", "pi", "qwen"}
-    for name in AGENTS:
+    assert set(ADAPTERS) == {"claude", "codex", "copilot", "gemini", "opencode", "pi", "qwen"}
+    for name in ADAPTERS:
         args = _parser().parse_args(["live", "--agent", name, "--base-url", "http://x",
                                      "--model", "m"])
         assert args.agent == name
@@ -44,11 +44,11 @@ def test_the_cli_offers_every_agent_with_its_key_variable(capsys: pytest.Capture
     assert "server's root (e.g. https://generativelanguage.googleapis.com) for Gemini CLI" in text
 
 
-@pytest.mark.parametrize("name", sorted(AGENTS))
+@pytest.mark.parametrize("name", sorted(ADAPTERS))
 def test_an_agent_is_configured_inside_the_run_root(name: str, tmp_path: Path) -> None:
     homes = Homes(tmp_path / "run")
     homes.make()
-    plan = homes.headless(AGENTS[name])
+    plan = homes.headless(ADAPTERS[name])
     env = prepare(plan)
     for variable in PATH_VARIABLES:
         if variable in env:
@@ -64,7 +64,7 @@ def test_gemini_reads_the_run_home_with_api_key_auth(tmp_path: Path) -> None:
     (as `amux.eval.live` sets it) that is the run's home, never the user's."""
     homes = Homes(tmp_path)
     homes.make()
-    plan = homes.headless(AGENTS["gemini"])
+    plan = homes.headless(ADAPTERS["gemini"])
     env = {"HOME": str(homes.home), **prepare(plan)}
     assert gemini_home(env) == str(homes.home)
     settings = json.loads((homes.home / ".gemini" / "settings.json").read_text())
@@ -76,7 +76,7 @@ def test_gemini_reads_the_run_home_with_api_key_auth(tmp_path: Path) -> None:
 def test_opencode_keeps_every_xdg_directory_in_the_run_home(tmp_path: Path) -> None:
     homes = Homes(tmp_path)
     homes.make()
-    plan = homes.headless(AGENTS["opencode"])
+    plan = homes.headless(ADAPTERS["opencode"])
     env = prepare(plan)
     assert {env[k] for k in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
                              "XDG_STATE_HOME")} == {
@@ -89,10 +89,10 @@ def test_opencode_keeps_every_xdg_directory_in_the_run_home(tmp_path: Path) -> N
 def test_claude_answers_in_its_json_and_codex_in_its_answer_file(tmp_path: Path) -> None:
     homes = Homes(tmp_path)
     homes.make()
-    claude = homes.headless(AGENTS["claude"])
+    claude = homes.headless(ADAPTERS["claude"])
     assert read_answer(claude, 'noise\n{"type": "result", "result": "42"}\n') == "42"
     assert read_answer(claude, "not json") == "not json"
-    codex = homes.headless(AGENTS["codex"])
+    codex = homes.headless(ADAPTERS["codex"])
     assert codex.answer_file is not None
     Path(codex.answer_file).write_text("stale")
     argv = turn_args(codex, "P")
@@ -104,13 +104,13 @@ def test_claude_answers_in_its_json_and_codex_in_its_answer_file(tmp_path: Path)
 
 
 def test_the_credential_is_the_given_variable_else_the_agents_first_that_is_set() -> None:
-    claude = AGENTS["claude"]
+    claude = ADAPTERS["claude"]
     assert credential(claude, None, {}) is None
     assert credential(claude, None, {"ANTHROPIC_AUTH_TOKEN": "t"}) == ("ANTHROPIC_AUTH_TOKEN",
                                                                          "t")
     both = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_AUTH_TOKEN": "t", "MINE": "m"}
     assert credential(claude, None, both) == (KEY_VARIABLE, "k")
     assert credential(claude, "MINE", both) == (KEY_VARIABLE, "m")
-    assert credential(AGENTS["codex"], "MISSING", both) is None
+    assert credential(ADAPTERS["codex"], "MISSING", both) is None
     options, env = Endpoint("http://x/v1", "m", (KEY_VARIABLE, "k")).launch_options()
     assert options[-2:] == ["--endpoint-key-env", KEY_VARIABLE] and env == {KEY_VARIABLE: "k"}
