@@ -2,16 +2,17 @@
 
 An adapter knows one agent CLI: where its instruction channel is, how to turn its
 native memory off for one launch, how to register the memory tools, how it
-resumes its own sessions, and where the user's own instructions for it live.
-`plan` reads no files and starts nothing: it gets everything in `AgentRequest`,
-so a plan is a function of its inputs and the same inputs on resume give the
-same plan. What must be read from the user's set-up is read by the adapter's
-hooks (`user_instructions`) through an injected `Probe`, so each hook is tested
-with a fake and the launcher never needs to know which agent reads what. An agent
-that names its own sessions says where it writes them (`session_files`), and a pure
-`pick` says which of the files a run wrote is that run's session. What an adapter relies
-on in its agent (flags, variables, settings) it declares as data (`requires`), which
-`amux doctor` checks against the installed agent.
+resumes its own sessions, where the user's own instructions for it live, how to
+point it at a model endpoint (`amux run --endpoint`) and how it runs one headless
+turn (`amux eval live`). `plan` reads no files and starts nothing: it gets everything
+in `AgentRequest`, so a plan is a function of its inputs and the same inputs on resume
+give the same plan. What must be read from the user's set-up is read by the adapter's
+hooks (`user_instructions`, `user_settings`, `quick_exit_cause`) through an injected
+`Probe`, so each hook is tested with a fake and the launcher never needs to know which
+agent reads what. An agent that names its own sessions says where it writes them
+(`session_files`), and a pure `pick` says which of the files a run wrote is that run's
+session. What an adapter relies on in its agent (flags, variables, settings) it declares
+as data (`requires`), which `amux doctor` checks against the installed agent.
 """
 
 from __future__ import annotations
@@ -367,6 +368,9 @@ def chosen_session(start: str, resume: str) -> tuple[Requirement, Requirement]:
 
 
 class Adapter(Protocol):
+    """One agent CLI as amux knows it (the module's docstring). Its data members are
+    read-only: an adapter declares them as plain class attributes."""
+
     @property
     def name(self) -> str:
         """The agent's command name (the registry's key)."""

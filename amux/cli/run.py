@@ -1,4 +1,5 @@
-"""`amux run` and `amux sessions` (SPEC §3, §6)."""
+"""`amux run` (SPEC §3, §6): amux's options before AGENT, then the launch
+(`amux.launcher.run`)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,11 @@
 writes the session start state, wires a delegated token into a run directory,
 applies an adapter's launch plan, supervises the agent and cleans up (SPEC §6).
 
-`run` (the launch), `wiring` (binding, tokens, run-directory config), `state`
-(frozen sessions), `supervise`, `rundirs` (leftover runs), `planfiles` (files a
-plan writes), `probe` (what adapters' hooks read), `session_watch` (watching an
-agent's own session files). docs/launcher.md.
+`run` (the launch), `wiring` (the binding, delegated tokens, their revocation),
+`rundirs` (run directories, plain or isolated: the connection config, a dead launcher's
+leftovers), `state` (frozen sessions), `supervise`, `planfiles` and `mirrors` (the files
+and directories a plan gives the agent), `probe` (what adapters' hooks read),
+`userfiles` and `readfile` (the files of the user the agent runs as, read and written
+safely), `session_watch` (learning an agent's own session name from its files),
+`endpoints` (whether `--endpoint` answers). docs/launcher.md.
 """

@@ -1,4 +1,5 @@
-"""The memory store the Hub owns: plain UTF-8 Markdown files under a memory root.
+"""The memory store the Hub owns: plain UTF-8 Markdown files under a memory root, and
+their history (one git repository per scope, outside the root: `history`).
 
 Knows no socket, identity store or agent. Start at `store.Store`; scopes come from
 `scope.resolve_scope`; every failure is an `errors.AmuxError` with a stable code.
@@ -21,7 +22,7 @@ _HOMES = {"AmuxError": "errors", "GLOBAL": "scope", "Identity": "scope", "Scope"
 
 
 def __getattr__(name: str) -> Any:
-    """Import on first use: the launcher needs `amux.memory.fs`, not the whole store."""
+    """Import on first use: the launcher needs `durable` and `errors`, not the whole store."""
     if name not in _HOMES:
         raise AttributeError(f"module 'amux.memory' has no attribute {name!r}")
     import importlib
