@@ -143,3 +143,16 @@ def test_an_adapter_module_and_its_registry_factory_are_all_an_agent_needs(
         assert evaluated.returncode == 1 and "127.0.0.1:9" in evaluated.stderr, evaluated.stderr
     finally:
         amux_cli("hub", "stop")
+
+
+def test_a_launch_imports_only_the_adapter_it_needs() -> None:
+    """Each factory of the registry imports its module when called: looking up one agent
+    (or an unknown one) imports no other agent's adapter."""
+    code = ("import json, sys\nfrom amux.adapters import for_agent\n"
+            "for_agent('/usr/bin/pi'), for_agent('aider')\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith('amux.adapters.'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert json.loads(done.stdout) == [
+        "amux.adapters.base", "amux.adapters.fallback", "amux.adapters.pi",
+        "amux.adapters.registry"]
