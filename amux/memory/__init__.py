@@ -1,7 +1,7 @@
 """The memory store the Hub owns: plain UTF-8 Markdown files under a memory root.
 
 Knows no socket, identity store or agent. Start at `store.Store`; scopes come from
-`scope.resolve_scope`; every failure is an `errors.AmuxError` with a stable code.
+`scope.resolve_scope`; every failure is an `amux.errors.AmuxError` with a stable code.
 """
 
 from __future__ import annotations
@@ -10,13 +10,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from amux.memory.errors import AmuxError
     from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
     from amux.memory.store import Store
 
-__all__ = ["GLOBAL", "AmuxError", "Identity", "Scope", "Store", "resolve_scope"]
+__all__ = ["GLOBAL", "Identity", "Scope", "Store", "resolve_scope"]
 
-_HOMES = {"AmuxError": "errors", "GLOBAL": "scope", "Identity": "scope", "Scope": "scope",
+_HOMES = {"GLOBAL": "scope", "Identity": "scope", "Scope": "scope",
           "resolve_scope": "scope", "Store": "store"}
 
 
