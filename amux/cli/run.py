@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from amux.adapters import ADAPTERS, grouped
 from amux.adapters.base import ENDPOINT_APIS, MODEL_WIRE_APIS
 from amux.client.args import strict_parser
-from amux.client.cli import report
+from amux.client.cli import report, storage_fault
 from amux.client.home import amux_home
 from amux.errors import AmuxError, InvalidArgument
 
@@ -174,3 +174,5 @@ def run_main(argv: list[str]) -> int:
                                               tuple(args.pass_env), _endpoint(args)))
     except AmuxError as error:  # PlanRefused too: an adapter's refusal is invalid_argument
         return report("amux run", error)
+    except OSError as error:  # a full disk on the way (its state, its run directory)
+        return report("amux run", storage_fault(error, "amux run"))

@@ -370,12 +370,19 @@ def run(prog: str, parse: Callable[[list[str]], Any], argv: list[str],
     except AmuxError as error:
         return report(prog, error, render)
     except OSError as error:
-        from amux.faults import local_fault
+        return report(prog, storage_fault(error, prog), render)
 
-        fault = local_fault(error, str(error.filename or prog))
-        if fault is None:
-            raise
-        return report(prog, fault, render)
+
+def storage_fault(error: OSError, prog: str) -> AmuxError:
+    """At a command's edge: a full, read-only or forbidden disk `error` as
+    `storage_unavailable` (`local_fault`), never a usage error; any other OSError is
+    raised again, a bug (`last_resort`)."""
+    from amux.faults import local_fault
+
+    fault = local_fault(error, str(error.filename or prog))
+    if fault is None:
+        raise error
+    return fault
 
 
 def report(prog: str, error: AmuxError, render: Render | None = None) -> int:
