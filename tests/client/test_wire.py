@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from amux.client.wire import encode, encoded_size
 from amux import errors
+from amux.client.wire import encode, encoded_size
 from amux.errors import ERROR_TABLE, from_wire
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -33,8 +33,8 @@ def test_an_error_from_the_wire_is_its_codes_class() -> None:
 
 def test_the_tree_drawn_in_the_docstring_is_the_tree() -> None:
     """`amux/errors.py` draws every class of the one tree, with its code."""
-    import amux.adapters.base  # noqa: F401 - PlanRefused and its kind, drawn there too
-    import amux.client.args  # noqa: F401 - UsageError
+    import amux.adapters.base
+    import amux.client.args
     import amux.memory.fs  # noqa: F401 - FileInTheWay
 
     def every(base: type[errors.AmuxError]) -> list[type[errors.AmuxError]]:

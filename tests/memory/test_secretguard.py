@@ -19,8 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amux.errors import ERROR_TABLE
-from amux.errors import SecretDetected
+from amux.errors import ERROR_TABLE, SecretDetected
 from amux.memory import secretguard
 from amux.memory.secretguard import RULES, fingerprint, scan
 
