@@ -38,7 +38,7 @@ import psutil
 
 from amux.client.connection import Connection
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 from amux.hub.config import ConfigFile
 from benchmarks.hub_bench import hub_process
 
@@ -74,7 +74,7 @@ def sigkill_rounds(home: Path, rounds: int) -> dict[str, Any]:
                                 "expected_revision": revision})["revision"]
                             acked[path] = content
                             counts[index] += 1
-                    except ClientError:
+                    except AmuxError:
                         return  # the Hub died: this write's outcome is unknown
 
             threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
@@ -119,7 +119,7 @@ def cas_exactness(home: Path, clients: int = 8, increments: int = 100) -> dict[s
                             "path": path, "content": str(int(page["content"]) + 1),
                             "expected_revision": page["revision"]})
                         done += 1
-                    except ClientError as error:
+                    except AmuxError as error:
                         if error.code != "revision_conflict":
                             raise
                         conflicts[index] += 1
@@ -172,7 +172,7 @@ def _get_works(connection: Connection) -> bool:
     try:
         with HubClient(connection, timeout=10) as client:
             client.call("/v1/memory/get", {"path": "MEMORY.md"})
-    except ClientError:
+    except AmuxError:
         return False
     return True
 

@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
+from amux.errors import InvalidArgument
 from amux.typing_light import NamedTuple, Protocol
 
 TYPE_CHECKING = False
@@ -47,7 +48,7 @@ MEMORY_TOOLS = ("memory_search", "memory_get", "memory_upsert", "memory_forget",
                 "result_continue")
 
 
-class PlanRefused(ValueError):
+class PlanRefused(InvalidArgument, ValueError):
     """No plan can be made from these arguments; the message says why and what to do."""
 
 

@@ -24,7 +24,7 @@ from amux.doctor import Finding, agents, hub
 def doctor_main(argv: list[str]) -> int:
     from amux.client.args import strict_parser
     from amux.client.cli import report
-    from amux.client.wire import ClientError
+    from amux.errors import AmuxError
 
     parser = strict_parser(prog="amux doctor", description="Check, read-only, the Hub, this "
                            "caller's scope and memory, and each known agent ("
@@ -34,7 +34,7 @@ def doctor_main(argv: list[str]) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     try:
         args = parser.parse_args(argv)
-    except ClientError as error:
+    except AmuxError as error:
         return report("amux doctor", error)
     result = _with_status(lambda: diagnose(os.environ))
     if args.json:

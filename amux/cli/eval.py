@@ -111,7 +111,7 @@ def eval_main(argv: list[str]) -> int:
         args = _parser().parse_args(argv)
     except SystemExit as done:  # --help (0) or a usage error (2), already printed
         return done.code if isinstance(done.code, int) else 2
-    from amux.client.wire import ClientError
+    from amux.errors import AmuxError
     from amux.eval.live import EXIT_FAILED, LiveOptions, run_live
     from amux.eval.workspace import HarnessError
 
@@ -125,7 +125,7 @@ def eval_main(argv: list[str]) -> int:
     except HarnessError as error:
         print(f"amux eval: {error}", file=sys.stderr)
         return EXIT_FAILED
-    except ClientError as error:  # the evaluation's own Hub failed under it
+    except AmuxError as error:  # the evaluation's own Hub failed under it
         print(f"amux eval: the evaluation's Hub: {error.code}: {error.message}",
               file=sys.stderr)
         return EXIT_FAILED

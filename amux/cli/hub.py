@@ -23,12 +23,12 @@ def main(argv: list[str]) -> int:
     commands.add_parser("reload", help="re-read config.toml (same as SIGHUP)")
     if argv[:1] == ["serve"]:
         from amux.client.cli import report
-        from amux.client.wire import ClientError
+        from amux.errors import AmuxError
         from amux.hub.server import main as serve_main
 
         try:
             args = parser.parse_args(argv)
-        except ClientError as error:
+        except AmuxError as error:
             return report("amux hub", error)
         return serve_main([args.home or str(amux_home())])
     return run("amux hub", parser.parse_args, argv, _act)

@@ -224,11 +224,11 @@ def _local_hub_error(prog: str, argv: list[str]) -> int:
     if control.answering(amux_home()):
         return 0
     from amux.client.cli import report
-    from amux.client.wire import ClientError
+    from amux.errors import AmuxError
 
     try:
         start()
-    except ClientError as error:
+    except AmuxError as error:
         return report(prog, error)
     return 0
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from amux.adapters import ADAPTERS, grouped
-from amux.adapters.base import ENDPOINT_APIS, MODEL_WIRE_APIS, PlanRefused
+from amux.adapters.base import ENDPOINT_APIS, MODEL_WIRE_APIS
 from amux.client.args import strict_parser
-from amux.client.cli import report
+from amux.client.cli import report, storage_fault
 from amux.client.home import amux_home
-from amux.client.wire import ClientError
+from amux.errors import AmuxError, InvalidArgument
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -127,19 +127,19 @@ def _endpoint(args: Any) -> EndpointRequest | None:
                                        ("--endpoint-key-env", args.endpoint_key_env)) if value]
     if args.endpoint is None and args.model is None:
         if extras:
-            raise ClientError("invalid_argument", f"{extras[0]} only applies with --endpoint")
+            raise InvalidArgument(f"{extras[0]} only applies with --endpoint")
         return None
     if args.endpoint is None or args.model is None:
-        raise ClientError("invalid_argument", "--endpoint URL and --model NAME go together: "
-                          "the endpoint and the model it serves, e.g. `amux run --endpoint "
-                          "http://127.0.0.1:11434/v1 --model qwen3 codex`")
+        raise InvalidArgument("--endpoint URL and --model NAME go together: "
+                              "the endpoint and the model it serves, e.g. `amux run --endpoint "
+                              "http://127.0.0.1:11434/v1 --model qwen3 codex`")
     if not args.endpoint.startswith(("http://", "https://")):
-        raise ClientError("invalid_argument", f"--endpoint {without_userinfo(args.endpoint)!r}: "
-                          "not an http:// or https:// URL")
+        raise InvalidArgument(f"--endpoint {without_userinfo(args.endpoint)!r}: "
+                              "not an http:// or https:// URL")
     if "@" in urlsplit(without_userinfo(args.endpoint)).netloc:
-        raise ClientError("invalid_argument", "--endpoint: percent-encode the user and "
-                          "password in its URL (a space as %20, a quote as %22, …): amux "
-                          "shows and stores the URL without them, and must tell where they end")
+        raise InvalidArgument("--endpoint: percent-encode the user and "
+                              "password in its URL (a space as %20, a quote as %22, …): amux "
+                              "shows and stores the URL without them, and must tell where they end")
     return EndpointRequest(args.endpoint, args.model, args.endpoint_api,
                            args.endpoint_key_env)
 
@@ -161,20 +161,19 @@ def run_main(argv: list[str]) -> int:
     try:
         args = quick_parse(ours) or _parser().parse_args(ours)
         if args.pass_env and not args.as_user:
-            raise ClientError("invalid_argument", "--pass-env only applies with --as-user")
+            raise InvalidArgument("--pass-env only applies with --as-user")
         if args.resume is None and args.agent is None:
-            raise ClientError("invalid_argument",
-                              "name an AGENT for a new session, or --resume ID")
+            raise InvalidArgument("name an AGENT for a new session, or --resume ID")
         if args.resume not in (None, "last") and args.agent is not None:
-            raise ClientError("invalid_argument", f"--resume {args.resume} resumes that "
-                              "session's own agent: leave AGENT out (an AGENT goes with "
-                              "--resume last: the newest session of that agent here)")
+            raise InvalidArgument(f"--resume {args.resume} resumes that "
+                                  "session's own agent: leave AGENT out (an AGENT goes with "
+                                  "--resume last: the newest session of that agent here)")
         from amux.launcher.run import RunRequest, launch
 
         return launch(amux_home(), RunRequest(args.agent, agent_args, args.resume,
                                               args.dry_run, args.as_user,
                                               tuple(args.pass_env), _endpoint(args)))
-    except PlanRefused as refused:
-        return report("amux run", ClientError("invalid_argument", str(refused)))
-    except ClientError as error:
+    except AmuxError as error:  # PlanRefused too: an adapter's refusal is invalid_argument
         return report("amux run", error)
+    except OSError as error:  # a full disk on the way (its state, its run directory)
+        return report("amux run", storage_fault(error, "amux run"))

@@ -10,6 +10,7 @@ from typing import Any
 from amux.client.args import global_flag, strict_parser
 from amux.client.cli import run
 from amux.client.home import amux_home
+from amux.errors import InvalidArgument
 
 
 def sessions_main(argv: list[str]) -> int:
@@ -61,14 +62,13 @@ def _prune(home: Path, older_than: float | None, unresumable: bool,
     and stay."""
     import shutil
 
-    from amux.client.wire import ClientError
     from amux.launcher import rundirs, state
 
     if older_than is None and not unresumable:
-        raise ClientError("invalid_argument", "name what to prune: --older-than DAYS, "
-                          "--unresumable, or both")
+        raise InvalidArgument("name what to prune: --older-than DAYS, "
+                              "--unresumable, or both")
     if older_than is not None and older_than < 0:
-        raise ClientError("invalid_argument", "--older-than takes a number of days, 0 or more")
+        raise InvalidArgument("--older-than takes a number of days, 0 or more")
     now, pruned = time.time(), []
     for session in state.listing(home, _warn):
         why = []

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from amux.client.wire import ClientError
+from amux.errors import InvalidArgument
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -182,12 +182,12 @@ def global_flag(parser: argparse.ArgumentParser,
         sub.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=help)
 
 
-class UsageError(ClientError):
+class UsageError(InvalidArgument):
     """A usage error (`invalid_argument`) of the (sub)command `prog`: the stderr line
     names that command once, `amux memory search: invalid_argument: <argparse's text>`."""
 
     def __init__(self, prog: str, message: str) -> None:
-        super().__init__("invalid_argument", message)
+        super().__init__(message)
         self.prog = prog
 
 

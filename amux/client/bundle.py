@@ -3,7 +3,8 @@
 The materializer copies this one file into an isolated run, where another user's
 `python3` (3.9 or newer) runs it without access to the amux installation:
 `python3 amux-client.pyz memory search TERM…` behaves like `amux memory …`.
-It contains `amux/__init__.py`, `amux/client/*.py` and a `__main__.py`, nothing else.
+It contains `amux/__init__.py`, the error tree (`amux/errors.py`, `amux/faults.py`),
+`amux/client/*.py` and a `__main__.py`, nothing else.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import hashlib
 import shutil
 import zipfile
 from pathlib import Path
+
+BASE = ("__init__.py", "errors.py", "faults.py")
+"""What the client imports from outside `amux/client/` (standard library only)."""
 
 _MAIN = '''\
 import sys
@@ -34,7 +38,8 @@ def build_client(dest: Path) -> Path:
         handle.write(b"#!/usr/bin/env python3\n")
         with zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             archive.writestr("__main__.py", _MAIN)
-            archive.write(root / "__init__.py", "amux/__init__.py")
+            for base in BASE:
+                archive.write(root / base, f"amux/{base}")
             for source in sorted(package.glob("*.py")):
                 archive.write(source, f"amux/client/{source.name}")
     temp.chmod(0o755)
@@ -46,7 +51,7 @@ def copy_client(dest: Path, cache_dir: Path) -> Path:
     """`build_client(dest)` from a copy built once per version of the client's sources
     in `cache_dir` (zipping them costs every isolated launch ~5 ms); mode 0755."""
     package = Path(__file__).resolve().parent
-    sources = [package.parent / "__init__.py", *sorted(package.glob("*.py"))]
+    sources = [*(package.parent / base for base in BASE), *sorted(package.glob("*.py"))]
     stamp = [(str(path), info.st_size, info.st_mtime_ns)
              for path, info in ((path, path.stat()) for path in sources)]
     key = hashlib.sha256(repr(stamp).encode()).hexdigest()[:16]

@@ -17,7 +17,8 @@ import sys
 from amux.client.args import Arg, Command, Parser, UsageError
 from amux.client.connection import find_connection
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError, encode
+from amux.client.wire import encode
+from amux.errors import AmuxError, InvalidArgument, NotFound, NotUtf8
 
 TYPE_CHECKING = False  # `typing` is not imported at run time: see connection.py
 if TYPE_CHECKING:
@@ -48,11 +49,11 @@ def _read_content(file: str | None) -> str:
             with open(file, "rb") as handle:
                 data = handle.read()
     except OSError as exc:
-        raise ClientError("invalid_argument", f"cannot read {file}: {exc}") from None
+        raise InvalidArgument(f"cannot read {file}: {exc}") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ClientError("not_utf8", f"content is not UTF-8 at byte {exc.start}") from None
+        raise NotUtf8(f"content is not UTF-8 at byte {exc.start}") from None
 
 
 def _export(client: HubClient, args: Any) -> bytes:
@@ -60,7 +61,7 @@ def _export(client: HubClient, args: Any) -> bytes:
 
     whole = read_whole(client, args.path)
     if whole is None:
-        raise ClientError("not_found", f"{args.path} does not exist")
+        raise NotFound(f"{args.path} does not exist")
     return whole[0].encode("utf-8")
 
 
@@ -74,7 +75,7 @@ def _hub(start_hub: StartHub | None) -> HubClient:
         if start_hub is not None and connection.is_local_default:
             client.connect()
         return client
-    except ClientError as error:
+    except AmuxError as error:
         if start_hub is None or error.code != "hub_unreachable":
             raise
     start_hub()
@@ -283,13 +284,13 @@ def back(client: HubClient, path: str, revision: str | None) -> str | None:
     if revision is None or not revision.startswith("@"):
         return revision
     if not revision[1:].isdigit():
-        raise ClientError("invalid_argument", f"{revision!r}: a revision, or @N for N changes "
-                          "before the newest (@0 the newest, @1 the one before)")
+        raise InvalidArgument(f"{revision!r}: a revision, or @N for N changes "
+                              "before the newest (@0 the newest, @1 the one before)")
     steps = int(revision[1:])
     changes = client.call("/v1/memory/log", {"path": path, "limit": steps + 1})["changes"]
     if len(changes) <= steps:
-        raise ClientError("not_found", f"{path} has {len(changes)} change(s) in history, so no "
-                          f"{revision}; `amux memory log {path}` lists them")
+        raise NotFound(f"{path} has {len(changes)} change(s) in history, so no "
+                       f"{revision}; `amux memory log {path}` lists them")
     return str(changes[steps]["revision"])
 
 
@@ -311,8 +312,8 @@ def since(when: str, now: float | None = None) -> float:
     try:
         return datetime.fromisoformat(when.strip()).timestamp()
     except ValueError:
-        raise ClientError("invalid_argument", f"--since {when!r}: give an age (30m, 12h, 7d), "
-                          "'today', or a date such as 2026-12-01 or 2026-12-01T09:30") from None
+        raise InvalidArgument(f"--since {when!r}: give an age (30m, 12h, 7d), "
+                              "'today', or a date such as 2026-12-01 or 2026-12-01T09:30") from None
 
 
 def _indented(value: Any) -> None:
@@ -331,18 +332,34 @@ def _emit(value: Any, render: Render | None) -> None:
 
 def run(prog: str, parse: Callable[[list[str]], Any], argv: list[str],
         action: Callable[[Any], Any], pretty: Render = _indented) -> int:
-    """Parse, act, print the result; an error is JSON on stdout plus one stderr line."""
+    """Parse, act, print the result; an error is JSON on stdout plus one stderr line. This
+    is every command's edge: a full or read-only disk met on the way is
+    `storage_unavailable` (`local_fault`); any other OSError is a bug (`last_resort`)."""
     render: Render | None = None
     try:
         args = parse(argv)
         render = pretty if getattr(args, "pretty", False) else None
         _emit(action(args), render)
         return 0
-    except ClientError as error:
+    except AmuxError as error:
         return report(prog, error, render)
+    except OSError as error:
+        return report(prog, storage_fault(error, prog), render)
 
 
-def report(prog: str, error: ClientError, render: Render | None = None) -> int:
+def storage_fault(error: OSError, prog: str) -> AmuxError:
+    """At a command's edge: a full, read-only or forbidden disk `error` as
+    `storage_unavailable` (`local_fault`), never a usage error; any other OSError is
+    raised again, a bug (`last_resort`)."""
+    from amux.faults import local_fault
+
+    fault = local_fault(error, str(error.filename or prog))
+    if fault is None:
+        raise error
+    return fault
+
+
+def report(prog: str, error: AmuxError, render: Render | None = None) -> int:
     """Print an error as Appendix A JSON on stdout and one line on stderr; its exit code.
 
     The line names the command once: a usage error names its own subcommand instead."""

@@ -20,7 +20,7 @@ import json
 import os
 import stat
 
-from amux.client.wire import ClientError
+from amux.errors import Forbidden, HubUnreachable, InvalidArgument
 
 TYPE_CHECKING = False  # `typing` costs an agent's every call a few ms; mypy reads this block
 if TYPE_CHECKING:
@@ -63,8 +63,7 @@ def _check_hub(hub: object, where: str) -> str:
         hub.startswith("unix:/") or hub.startswith("https://") or hub.startswith("http://")
     ):
         return hub
-    raise ClientError(
-        "invalid_argument", f"{where}: hub must be 'unix:/path' or 'https://host:port', got {hub!r}"
+    raise InvalidArgument(f"{where}: hub must be 'unix:/path' or 'https://host:port', got {hub!r}"
     )
 
 
@@ -75,26 +74,25 @@ def read_config(path: str | os.PathLike[str], source: str, binding: str | None) 
             info = os.fstat(handle.fileno())
             data = json.load(handle)
     except FileNotFoundError:
-        raise ClientError("hub_unreachable", f"no connection config at {path} ({source})") from None
+        raise HubUnreachable(f"no connection config at {path} ({source})") from None
     except (OSError, ValueError) as exc:
         message = f"cannot read connection config {path}: {exc}"
-        raise ClientError("invalid_argument", message) from None
+        raise InvalidArgument(message) from None
     mode = stat.S_IMODE(info.st_mode)
     if mode & 0o077:
-        raise ClientError(
-            "forbidden",
+        raise Forbidden(
             f"connection config {path} holds a token but is readable by others "
             f"(mode {mode:04o}); run: chmod 600 {path}",
         )
     if not isinstance(data, dict) or data.get("version") != 1:
-        raise ClientError("invalid_argument", f"{path} is not a version 1 connection config")
+        raise InvalidArgument(f"{path} is not a version 1 connection config")
     token = data.get("token")
     if not isinstance(token, str):
-        raise ClientError("invalid_argument", f"{path} has no token")
+        raise InvalidArgument(f"{path} has no token")
     hub_uid = data.get("hub_uid", info.st_uid)
     if not isinstance(hub_uid, int) or isinstance(hub_uid, bool) or hub_uid < 0:
-        raise ClientError("invalid_argument", f"{path}: hub_uid must be a uid (an integer "
-                          f"of 0 or more), got {hub_uid!r}")
+        raise InvalidArgument(f"{path}: hub_uid must be a uid (an integer "
+                              f"of 0 or more), got {hub_uid!r}")
     file_binding = data.get("binding")
     ca_file = data.get("ca_file")
     return Connection(
@@ -119,9 +117,8 @@ def find_connection(env: Mapping[str, str] = os.environ) -> Connection:
     home = home_dir(env)
     path = owner_config_path(home)
     if not os.path.exists(path):
-        raise ClientError(
-            "hub_unreachable",
-            f"no Hub configured: set AMUX_MEMORY_CONFIG or AMUX_HUB, or start one with "
+        raise HubUnreachable(
+            "no Hub configured: set AMUX_MEMORY_CONFIG or AMUX_HUB, or start one with "
             f"`amux hub start` (AMUX_HOME={home})",
         )
     return read_config(path, "local default", binding)

@@ -18,7 +18,7 @@ from typing import Any
 
 from amux.client.read import read_whole
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import AmuxError, InvalidArgument, NotUtf8
 
 
 def _editor() -> list[str]:
@@ -36,15 +36,15 @@ def edit(client: HubClient, path: str) -> dict[str, Any]:
     try:
         done = subprocess.run([*_editor(), str(draft)], check=False)
     except OSError as exc:
-        raise ClientError("invalid_argument", f"cannot start the editor: {exc}") from None
+        raise InvalidArgument(f"cannot start the editor: {exc}") from None
     if done.returncode != 0:
-        raise ClientError("invalid_argument", f"the editor exited with {done.returncode}; "
-                          f"nothing was saved (your text is in {draft})")
+        raise InvalidArgument(f"the editor exited with {done.returncode}; "
+                              f"nothing was saved (your text is in {draft})")
     edited = draft.read_bytes()
     try:
         content = edited.decode("utf-8")
     except UnicodeDecodeError:
-        raise ClientError("not_utf8", f"the edit is not UTF-8; nothing saved ({draft})") from None
+        raise NotUtf8(f"the edit is not UTF-8; nothing saved ({draft})") from None
     if content == text:
         draft.unlink()
         return {"path": path, "unchanged": True, "revision": revision}
@@ -52,7 +52,7 @@ def edit(client: HubClient, path: str) -> dict[str, Any]:
         saved: dict[str, Any] = client.call("/v1/memory/upsert", {
             "path": path, "content": content, "expected_revision": revision,
         })
-    except ClientError as error:
+    except AmuxError as error:
         if error.code == "revision_conflict":
             current = read_whole(client, path)
             theirs = draft.with_name(draft.name + ".current")

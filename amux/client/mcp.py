@@ -24,7 +24,7 @@ import time
 
 from amux import __version__
 from amux.client.tools import NAMES, TOOLS, MemoryTools, error_text
-from amux.client.wire import ClientError
+from amux.errors import AmuxError, InternalError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ class Server:
         try:
             self._tools.check(timeout)
             return True
-        except ClientError as error:
+        except AmuxError as error:
             print(f"amux memory mcp: warning: memory is not available ({error.code}: "
                   f"{error.message}); the tools stay listed and their calls report the error "
                   "until it is", file=self._log, flush=True)
@@ -167,8 +167,8 @@ class Server:
         try:
             text, is_error = self._tools.call(name, arguments)
         except Exception as exc:  # a bug: report it as the tool's failure, keep serving
-            text, is_error = error_text(ClientError(
-                "internal", f"internal error in the amux MCP server: {exc!r}")), True
+            text = error_text(InternalError(f"internal error in the amux MCP server: {exc!r}"))
+            is_error = True
         result = {"content": [{"type": "text", "text": text}], "isError": is_error}
         with self._running_lock:
             cancelled = self._running.pop(request_id, False)

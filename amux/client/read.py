@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import from_wire
 
 
 def read_whole(client: HubClient, path: str) -> tuple[str, str] | None:
@@ -22,7 +22,7 @@ def read_whole(client: HubClient, path: str) -> tuple[str, str] | None:
                 return None
             page["revision"] = "absent"
         if revision is not None and page["revision"] != revision:
-            raise ClientError(
+            raise from_wire(
                 "revision_conflict",
                 f"{path} changed while it was being read; nothing was written, try again",
                 {"current_revision": page["revision"]},

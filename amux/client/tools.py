@@ -18,7 +18,7 @@ import time
 from amux.client.connection import find_connection
 from amux.client.pages import ContinuationError, Pages
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import AmuxError, InvalidArgument
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -151,21 +151,21 @@ class MemoryTools:
         self._reaper: threading.Thread | None = None
 
     def check(self, timeout: float) -> None:
-        """The one start-up capability check; raises `ClientError` with the reason."""
+        """The one start-up capability check; raises `AmuxError` with the reason."""
         with HubClient(find_connection(), timeout=timeout) as client:
             client.call("/v1/binding", {})
 
     def call(self, name: str, arguments: object) -> tuple[str, bool]:
         """(tool-result text, is_error) for a known tool name."""
         if not isinstance(arguments, dict):
-            return error_text(ClientError("invalid_argument", "arguments must be an object")), True
+            return error_text(InvalidArgument("arguments must be an object")), True
         try:
             if name == "result_continue":
                 return self.pages.next(arguments.get("token")), False
             answer = self._hub(_ENDPOINTS[name], arguments)
         except ContinuationError as error:
-            return error_text(ClientError("invalid_argument", str(error))), True
-        except ClientError as error:
+            return error_text(InvalidArgument(str(error))), True
+        except AmuxError as error:
             return self.pages.first(error_text(error)), True
         text = render_get(answer) if name == "memory_get" else _json(answer)
         if name == "memory_search":
@@ -241,7 +241,7 @@ def _json(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def error_text(error: ClientError) -> str:
+def error_text(error: AmuxError) -> str:
     """An error as a tool result's text: its Appendix A JSON."""
     return _json(error.to_wire())
 

@@ -17,7 +17,8 @@ import json
 import sys
 
 from amux.client.connection import Connection
-from amux.client.wire import ClientError, encode
+from amux.client.wire import encode
+from amux.errors import AmuxError, HubUnreachable, InternalError, from_wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ _MAX_ANSWER_BYTES = 64 * 1024 * 1024
 
 
 class HubClient:
-    """Calls Hub endpoints; raises `ClientError` with the Hub's code on failure."""
+    """Calls Hub endpoints; raises `AmuxError` with the Hub's code on failure."""
 
     def __init__(self, connection: Connection, timeout: float = TIMEOUT_SECONDS) -> None:
         self.connection = connection
@@ -91,16 +92,16 @@ class HubClient:
         except (OSError, ValueError) as exc:
             where = f"{hub} ({self.connection.source})"
             message = f"cannot reach the Hub at {where}: {exc}"
-            raise ClientError("hub_unreachable", message) from None
+            raise HubUnreachable(message) from None
 
     def call(self, path: str, body: dict[str, Any]) -> Any:
-        """POST `body` to `path`; the decoded JSON answer, or `ClientError` (`hub_busy`
+        """POST `body` to `path`; the decoded JSON answer, or `AmuxError` (`hub_busy`
         only once the Hub kept refusing for `BUSY_RETRY_SECONDS`)."""
         deadline = pause = 0.0
         while True:
             try:
                 return self._call_once(path, body)
-            except ClientError as error:
+            except AmuxError as error:
                 if error.code != "hub_busy":
                     raise
                 import random  # only here: the CLI's start does not pay for it
@@ -141,8 +142,7 @@ class HubClient:
                 break
             except _Malformed as what:
                 self.close()
-                raise ClientError(
-                    "hub_unreachable",
+                raise HubUnreachable(
                     f"{self.connection.hub} ({self.connection.source}) did not answer as the "
                     f"Hub does: {what}; check that this address is an amux Hub",
                 ) from None
@@ -150,23 +150,22 @@ class HubClient:
                 self.close()
                 if reused:  # the Hub closed an idle kept-alive connection: send it again
                     continue
-                raise ClientError(
-                    "hub_unreachable",
-                    f"the Hub at {self.connection.hub} closed the connection before answering; "
-                    "the outcome is unknown: re-read before retrying a write",
+                raise HubUnreachable(
+                    f"the Hub at {self.connection.hub} closed the connection before "
+                    "answering; the outcome is unknown: re-read before retrying a write",
                 ) from None
             except OSError as exc:
                 self.close()
-                raise ClientError("hub_unreachable", f"talking to the Hub failed: {exc}") from None
+                raise HubUnreachable(f"talking to the Hub failed: {exc}") from None
         try:
             value = json.loads(data)
         except ValueError:
-            raise ClientError("internal", f"the Hub answered {status} with non-JSON") from None
+            raise InternalError(f"the Hub answered {status} with non-JSON") from None
         if status >= 400 or (isinstance(value, dict) and "error" in value):
             error = value.get("error", {}) if isinstance(value, dict) else {}
             details = {k: v for k, v in error.items() if k not in ("code", "message")}
-            raise ClientError(str(error.get("code", "internal")),
-                              str(error.get("message", f"HTTP {status}")), details)
+            raise from_wire(str(error.get("code", "internal")),
+                            str(error.get("message", f"HTTP {status}")), details)
         return value
 
     def _read_response(self) -> tuple[int, bytes]:
@@ -242,8 +241,7 @@ def _check_peer(sock: _socket.socket, connection: Connection) -> None:
     if uid in (connection.hub_uid, 0):
         return
     peer = _user(uid) if pid is None else f"{_user(uid)}, pid {pid},"
-    raise ClientError(
-        "hub_unreachable",
+    raise HubUnreachable(
         f"refusing to send the token to {connection.hub} ({connection.source}): that socket "
         f"is served by {peer} but the Hub runs as {_user(connection.hub_uid)}; most likely "
         "another local user is listening in the Hub's place (its socket is in a directory "
@@ -259,8 +257,8 @@ def _peer(sock: _socket.socket, connection: Connection) -> tuple[int, int | None
         return int.from_bytes(raw[4:8], sys.byteorder), int.from_bytes(raw[0:4], sys.byteorder)
     if sys.platform == "darwin":  # SOL_LOCAL 0, LOCAL_PEERCRED 1: struct xucred {version, uid…}
         return int.from_bytes(sock.getsockopt(0, 1, 76)[4:8], sys.byteorder), None
-    raise ClientError("hub_unreachable", f"cannot check which user serves {connection.hub} on "
-                      f"{sys.platform}, so the token is not sent: reach the Hub over https")
+    raise HubUnreachable(f"cannot check which user serves {connection.hub} on "
+                         f"{sys.platform}, so the token is not sent: reach the Hub over https")
 
 
 def _user(uid: int) -> str:

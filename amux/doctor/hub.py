@@ -15,8 +15,8 @@ from typing import Any
 from amux import __version__
 from amux.client.connection import Connection, find_connection
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
 from amux.doctor import Finding
+from amux.errors import AmuxError
 
 STATUS_TIMEOUT = 3.0
 DOCTOR_TIMEOUT = 10.0
@@ -33,7 +33,7 @@ def check(env: Mapping[str, str]) -> tuple[dict[str, Any], list[Finding]]:
     seen: dict[str, Any] = {"hub": {"running": False}, "caller": None, "memory": None}
     try:
         connection = find_connection(env)
-    except ClientError as error:
+    except AmuxError as error:
         fix = START if error.code == "hub_unreachable" else None
         return seen, [Finding("hub", error.message, fix)]
     seen["caller"] = {"connection": connection.source, "hub": connection.hub,
@@ -41,7 +41,7 @@ def check(env: Mapping[str, str]) -> tuple[dict[str, Any], list[Finding]]:
     try:
         with HubClient(connection, timeout=STATUS_TIMEOUT) as client:
             status = client.call("/v1/status", {})
-    except ClientError as error:
+    except AmuxError as error:
         return seen, [_unreachable(connection, error)]
     seen["hub"] = {**status, "client_version": __version__}
     findings = _status_findings(connection, status)
@@ -53,14 +53,14 @@ def check(env: Mapping[str, str]) -> tuple[dict[str, Any], list[Finding]]:
         seen["caller"].update(principal=binding["principal"], binding=binding["binding"])
         with HubClient(connection, timeout=DOCTOR_TIMEOUT) as client:
             seen["memory"] = summary(client.call("/v1/memory/doctor", {}))
-    except ClientError as error:
+    except AmuxError as error:
         findings.append(_refused(connection, error))
         return seen, findings
     findings += _memory_findings(seen["memory"])
     return seen, findings
 
 
-def _unreachable(connection: Connection, error: ClientError) -> Finding:
+def _unreachable(connection: Connection, error: AmuxError) -> Finding:
     if error.code == "unauthenticated":
         return _refused(connection, error)
     if error.code != "hub_unreachable" or "peer_uid" in error.details:
@@ -91,7 +91,7 @@ def _status_findings(connection: Connection, status: Mapping[str, Any]) -> list[
     return findings
 
 
-def _refused(connection: Connection, error: ClientError) -> Finding:
+def _refused(connection: Connection, error: AmuxError) -> Finding:
     """The Hub answered but refused this caller's token: a new one fixes it (the local
     default's is written afresh by the Hub when it starts; another is the owner's to
     issue, on the Hub's host)."""

@@ -42,7 +42,7 @@ class EvalHub:
         self.home = self.directory / "home"
 
     def start(self) -> EvalHub:
-        from amux.client.wire import ClientError
+        from amux.errors import AmuxError
         from amux.hub import control
 
         try:
@@ -50,7 +50,7 @@ class EvalHub:
             with self._client() as client:
                 client.call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
                                                  "value": "true"})
-        except ClientError as error:
+        except AmuxError as error:
             self.stop()
             raise HarnessError(f"cannot start the evaluation's Hub under {self.home}: "
                                f"{error.code}: {error.message}") from None
@@ -58,10 +58,10 @@ class EvalHub:
 
     def stop(self) -> None:
         """Stop the Hub (it finishes what it is doing) and remove the temporary home."""
-        from amux.client.wire import ClientError
+        from amux.errors import AmuxError
         from amux.hub import control
 
-        with contextlib.suppress(ClientError):
+        with contextlib.suppress(AmuxError):
             control.stop(self.home)
         shutil.rmtree(self.directory, ignore_errors=True)
 

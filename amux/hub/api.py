@@ -3,7 +3,7 @@
 Every request is authenticated by its bearer token, the scope is recomputed from
 the authenticated principal and the isolation policy on every call, delegated or
 declared bindings are checked against it, and errors come back as the JSON of
-SPEC Appendix A with the status from `amux.client.wire.ERROR_TABLE`. The HTTP
+SPEC Appendix A with the status from `amux.errors.ERROR_TABLE`. The HTTP
 layer (`amux.hub.loop`, `amux.hub.http`) only turns bytes into a `Request` and a
 `Response` back into bytes.
 
@@ -60,6 +60,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from amux.client.wire import encode
+from amux.errors import (
+    AmuxError,
+    Forbidden,
+    InternalError,
+    InvalidArgument,
+    MemoryDisabled,
+    NotFound,
+    NotUtf8,
+    shown,
+)
+from amux.faults import storage_faults
 from amux.hub.config import ConfigFile, HubConfig
 from amux.hub.identities import (
     LOGIN,
@@ -71,17 +82,6 @@ from amux.hub.identities import (
     check_binding_value,
     check_name,
 )
-from amux.memory.errors import (
-    AmuxError,
-    Forbidden,
-    InternalError,
-    InvalidArgument,
-    MemoryDisabled,
-    NotFound,
-    NotUtf8,
-    shown,
-)
-from amux.memory.faults import storage_faults
 from amux.memory.history import Author
 from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
 from amux.memory.store import Store

@@ -15,8 +15,8 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
+from amux.errors import InvalidArgument
 from amux.memory.durable import write_file_atomic
-from amux.memory.errors import InvalidArgument
 
 CONFIG_NAME = "config.toml"
 

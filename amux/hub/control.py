@@ -21,12 +21,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from amux.client.connection import Connection, owner_config_path, read_config
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import AmuxError, HubUnreachable, InternalError, from_wire
+from amux.faults import storage_faults
 from amux.hub.paths import STOP_SECONDS, log_path, owner_socket_path, pid_path, start_lock_path
 
 TYPE_CHECKING = False
@@ -56,7 +56,7 @@ def status(home: Path) -> dict[str, Any]:
         with HubClient(connection, timeout=5.0) as client:
             answer: dict[str, Any] = client.call("/v1/status", {})
             return answer
-    except ClientError as error:
+    except AmuxError as error:
         if error.code == "hub_unreachable" and "peer_uid" not in error.details:
             return {"running": False}
         raise  # an impostor on the owner socket is not "not running": say so
@@ -78,7 +78,7 @@ def answering(home: Path) -> bool:
 def start(home: Path) -> dict[str, Any]:
     """Start the Hub for `home` in the background unless one answers; its status."""
     lock = start_lock_path(home)
-    with _storage_faults(home):
+    with storage_faults(home, "the Hub cannot start"):  # full or read-only: exit 8
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         lock.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         with open(lock, "a") as handle:
@@ -106,23 +106,10 @@ def _spawn(home: Path) -> dict[str, Any]:
         return ready
     error: dict[str, Any] | None = ready.get("error")
     if error is None:  # it died before it could say why: a bug, its traceback is in the log
-        raise ClientError("internal", f"the Hub did not start; see {log_path(home)}: "
-                          f"{_tail(log_path(home))}")
+        raise InternalError(f"the Hub did not start; see {log_path(home)}: "
+                            f"{_tail(log_path(home))}")
     code, message = error.pop("code"), error.pop("message")
-    raise ClientError(code, f"the Hub did not start: {message}", error)
-
-
-@contextlib.contextmanager
-def _storage_faults(home: Path) -> Iterator[None]:
-    """A full or read-only AMUX_HOME as the client's `storage_unavailable` (exit 8)."""
-    from amux.memory.errors import StorageUnavailable
-    from amux.memory.faults import storage_faults
-
-    try:
-        with storage_faults(home, "the Hub cannot start"):
-            yield
-    except StorageUnavailable as fault:
-        raise ClientError(fault.code, fault.message, fault.details()) from None
+    raise from_wire(code, f"the Hub did not start: {message}", error)
 
 
 def _tail(path: Path) -> str:
@@ -157,8 +144,8 @@ def stop(home: Path) -> dict[str, Any]:
         return stopped
     if _signal_and_wait(hub, signal.SIGKILL, KILL_SECONDS):
         return {**stopped, "killed": True}
-    raise ClientError("internal", f"the Hub (pid {hub.pid}) did not exit even after SIGKILL; "
-                      "it is stuck in the kernel (check the disk holding AMUX_HOME)")
+    raise InternalError(f"the Hub (pid {hub.pid}) did not exit even after SIGKILL; "
+                        "it is stuck in the kernel (check the disk holding AMUX_HOME)")
 
 
 def _signal_and_wait(hub: ProcessId, signum: int, seconds: float) -> bool:
@@ -180,6 +167,6 @@ def reload(home: Path) -> Any:
     """Ask the running Hub to re-read config.toml (same as SIGHUP)."""
     connection = _owner_connection(home)
     if connection is None:
-        raise ClientError("hub_unreachable", f"no Hub has run under {home} yet")
+        raise HubUnreachable(f"no Hub has run under {home} yet")
     with HubClient(connection) as client:
         return client.call("/v1/admin/reload", {})

@@ -25,7 +25,7 @@ from http import HTTPStatus
 import h11
 
 from amux.client.wire import encode
-from amux.memory.errors import AmuxError, InvalidArgument, QuotaExceeded
+from amux.errors import AmuxError, InvalidArgument, QuotaExceeded
 
 MAX_BODY_BYTES = 1024 * 1024
 """A 64 KiB document JSON-escaped stays far below this; anything larger is refused."""

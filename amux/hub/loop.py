@@ -43,6 +43,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from amux.errors import AmuxError, HubBusy, QuotaExceeded
 from amux.hub.api import Request, Response
 from amux.hub.http import (
     MAX_BODY_BYTES,
@@ -53,7 +54,6 @@ from amux.hub.http import (
     render_response,
 )
 from amux.hub.paths import DRAIN_SECONDS
-from amux.memory.errors import AmuxError, HubBusy, QuotaExceeded
 
 log = logging.getLogger("amux.hub")
 

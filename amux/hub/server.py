@@ -36,6 +36,8 @@ from types import FrameType
 from typing import Any
 
 from amux import __version__
+from amux.errors import AmuxError, InvalidArgument
+from amux.faults import storage_error
 from amux.hub import pidfile, sockdir
 from amux.hub.api import HubApi
 from amux.hub.config import ConfigFile
@@ -44,8 +46,6 @@ from amux.hub.loop import EventLoop, Listener, connection_cap
 from amux.hub.paths import owner_socket_path, pid_path
 from amux.hub.searcher import SearchProcess
 from amux.memory.durable import write_file_atomic
-from amux.memory.errors import AmuxError, InvalidArgument
-from amux.memory.faults import storage_error
 from amux.memory.history import History
 from amux.memory.store import Store
 

@@ -32,7 +32,7 @@ import pwd
 import stat
 from pathlib import Path
 
-from amux.memory.errors import InvalidArgument
+from amux.errors import InvalidArgument
 from amux.typing_light import NamedTuple
 
 PRIVATE = 0o700

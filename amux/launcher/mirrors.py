@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from amux.adapters.base import PlanFile, PlanMirror
-from amux.client.wire import ClientError
+from amux.errors import InternalError
 from amux.launcher import readfile
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
@@ -48,8 +48,8 @@ def make(mirrors: Sequence[PlanMirror]) -> list[str]:
                 finally:
                     os.close(parent)
             except (OSError, ValueError) as exc:
-                raise ClientError("internal", f"cannot set aside {path}, left by an earlier "
-                                  f"launch: {exc}") from None
+                raise InternalError(f"cannot set aside {path}, left by an earlier "
+                                    f"launch: {exc}") from None
             warnings.append(f"what an earlier launch left in {path} is now in "
                             f"{path.parent / aside}")
     for mirror in mirrors:
@@ -68,7 +68,7 @@ def make(mirrors: Sequence[PlanMirror]) -> list[str]:
             finally:
                 os.close(fd)
         except (OSError, ValueError) as exc:
-            raise ClientError("internal", f"cannot make {path} for the agent: {exc}") from None
+            raise InternalError(f"cannot make {path} for the agent: {exc}") from None
     return warnings
 
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from amux.adapters.base import PlanFile
-from amux.client.wire import ClientError
+from amux.errors import InternalError
 from amux.memory.durable import write_file_atomic
 
 
@@ -22,4 +22,4 @@ def write(files: Sequence[PlanFile]) -> None:
         try:
             write_file_atomic(path, file.text.encode("utf-8"), mode=file.mode)
         except (OSError, ValueError) as exc:
-            raise ClientError("internal", f"cannot write {path} for the agent: {exc}") from None
+            raise InternalError(f"cannot write {path} for the agent: {exc}") from None

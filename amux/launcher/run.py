@@ -35,7 +35,8 @@ from amux.adapters.base import (
     without_userinfo,
 )
 from amux.adapters.fallback import FallbackAdapter
-from amux.client.wire import ClientError
+from amux.errors import AmuxError, InternalError, InvalidArgument
+from amux.faults import local_fault
 from amux.launcher import rundirs, session_watch, state, wiring
 from amux.launcher.probe import SystemProbe
 from amux.launcher.supervise import RunAs
@@ -191,11 +192,11 @@ def _executable(agent: str) -> str:
         close = difflib.get_close_matches(agent, [name for name in ADAPTERS
                                                   if shutil.which(name)], n=1)
         if close:  # a typo of an agent that is there
-            raise ClientError("invalid_argument", f"agent {agent!r} not found; did you mean "
-                              f"`amux run {close[0]}`?")
-        raise ClientError("invalid_argument", f"agent {agent!r} not found (not on PATH and "
-                          "not an executable path); install it (e.g. `npm ci --prefix "
-                          "fixtures/npm` in an amux checkout) or give its path")
+            raise InvalidArgument(f"agent {agent!r} not found; did you mean "
+                                  f"`amux run {close[0]}`?")
+        raise InvalidArgument(f"agent {agent!r} not found (not on PATH and "
+                              "not an executable path); install it (e.g. `npm ci --prefix "
+                              "fixtures/npm` in an amux checkout) or give its path")
     return os.path.abspath(found) if os.sep in agent else found
 
 
@@ -274,31 +275,31 @@ def _resumed(home: Path, request: RunRequest) -> tuple[state.SessionState, Adapt
     frozen = (_last(home, request.agent) if request.resume == LAST
               else state.load(home, request.resume))
     if not frozen.resumable:
-        raise ClientError("invalid_argument", f"session {frozen.id} cannot be resumed: "
-                          f"it was {frozen.not_resumable_reason}; start a new session "
-                          f"instead (`amux run {frozen.agent} -- …`)")
+        raise InvalidArgument(f"session {frozen.id} cannot be resumed: "
+                              f"it was {frozen.not_resumable_reason}; start a new session "
+                              f"instead (`amux run {frozen.agent} -- …`)")
     adapter: Adapter = ADAPTERS.get(frozen.adapter, FallbackAdapter())
     if _agent_session_unknown(frozen, adapter):
-        raise ClientError("invalid_argument", f"session {frozen.id} never recorded "
-                          f"{frozen.adapter}'s own session id, so it cannot be resumed")
+        raise InvalidArgument(f"session {frozen.id} never recorded "
+                              f"{frozen.adapter}'s own session id, so it cannot be resumed")
     given = _frozen(request.endpoint)
     endpoint = frozen.endpoint
     if given is not None and given not in (endpoint, _anonymous(endpoint)):
         started = ("the agent's own model" if endpoint is None else
                    f"--endpoint {endpoint['url']} --model {endpoint['model']}")
-        raise ClientError("invalid_argument", f"session {frozen.id} started with {started}, "
-                          "and a resume reuses it; resume without --endpoint, or start a new "
-                          "session for another model")
+        raise InvalidArgument(f"session {frozen.id} started with {started}, "
+                              "and a resume reuses it; resume without --endpoint, or start a new "
+                              "session for another model")
     if endpoint is not None and endpoint.get("credentials") and given != endpoint:
         url = str(endpoint["url"])
-        raise ClientError("invalid_argument", f"session {frozen.id}'s --endpoint {url} had a "
-                          "user and password, which amux does not keep; give them again: "
-                          f"amux run --resume {frozen.id} --endpoint "
-                          f"{url.replace('://', '://USER:PASSWORD@', 1)} --model "
-                          f"{endpoint['model']}")
+        raise InvalidArgument(f"session {frozen.id}'s --endpoint {url} had a "
+                              "user and password, which amux does not keep; give them again: "
+                              f"amux run --resume {frozen.id} --endpoint "
+                              f"{url.replace('://', '://USER:PASSWORD@', 1)} --model "
+                              f"{endpoint['model']}")
     if request.as_user not in (None, frozen.as_user):
-        raise ClientError("invalid_argument", f"session {frozen.id} runs as "
-                          f"{frozen.as_user or 'the launching user'}, not {request.as_user}")
+        raise InvalidArgument(f"session {frozen.id} runs as "
+                              f"{frozen.as_user or 'the launching user'}, not {request.as_user}")
     return frozen, adapter
 
 
@@ -333,9 +334,9 @@ def _last(home: Path, agent: str | None) -> state.SessionState:
                and (agent is None or agent in (session.adapter, os.path.basename(session.agent)))]
     of = "" if agent is None else f" of {agent}"
     if not started:
-        raise ClientError("invalid_argument", f"no amux session{of} was started in {here}; "
-                          "`amux sessions list` shows them all, and `amux run --resume ID` "
-                          "resumes one")
+        raise InvalidArgument(f"no amux session{of} was started in {here}; "
+                              "`amux sessions list` shows them all, and `amux run --resume ID` "
+                              "resumes one")
     resumable = [session for session in started if _resumable(session)]
     picked = (resumable or started)[-1]  # `listing` is in start-time order
     print(f"amux run: resuming session {picked.id} ({os.path.basename(picked.agent)}, started "
@@ -389,8 +390,8 @@ def _check_endpoint(request: RunRequest,
         else:
             given, fix = (f"session {resumed[0].id}'s --endpoint {url}",
                           "then resume again")
-        raise ClientError("invalid_argument", f"{given}: {problem}; start the model server "
-                          f"there (Ollama: `ollama serve`), {fix}")
+        raise InvalidArgument(f"{given}: {problem}; start the model server "
+                              f"there (Ollama: `ollama serve`), {fix}")
 
 
 def _prepare(home: Path, request: RunRequest, client: Path,
@@ -443,9 +444,9 @@ def _prepare(home: Path, request: RunRequest, client: Path,
         session = session._replace(adapter_version=cached_version(
             home, adapter, executable, base_env, _run_as(target)))
     if endpoint is not None and endpoint.key_env and endpoint.key_env not in base_env:
-        raise ClientError("invalid_argument", f"--endpoint-key-env {endpoint.key_env}: it is "
-                          "not set in this environment; export the endpoint's key in it, or "
-                          "leave the option out for an endpoint that needs no key")
+        raise InvalidArgument(f"--endpoint-key-env {endpoint.key_env}: it is "
+                              "not set in this environment; export the endpoint's key in it, or "
+                              "leave the option out for an endpoint that needs no key")
     # The user's own instructions matter only to merge the protocol after them; a dry run
     # starts nothing, not even the agent to ask it, and writes no cache; an isolated run
     # asks and reads as the target.
@@ -458,7 +459,7 @@ def _prepare(home: Path, request: RunRequest, client: Path,
                 if new and memory is not None else ())
         settings = adapter.user_settings(tuple(request.args), probe)
     except ValueError as problem:
-        raise ClientError("invalid_argument", str(problem)) from None
+        raise InvalidArgument(str(problem)) from None
     plan = adapter.plan(AgentRequest(
         executable=executable, args=tuple(request.args), memory=memory,
         user_instructions=user,
@@ -514,15 +515,14 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
                 _warn(warning)
             files.write_files(plan.files)  # before every launch, from the plan
             watch = session_watch.SessionWatch(spec, files) if spec is not None else None
-        except OSError as exc:  # the helper acting as the target failed or was stopped
-            raise ClientError("invalid_argument", f"cannot prepare {launch.agent_dir} for "
-                              f"the agent: {exc}") from None
+        except OSError as exc:
+            raise _unprepared(exc, launch.agent_dir) from None
         started = time.monotonic()
         try:
             status = supervise(list(plan.argv), env, run_as=launch.run_as,
                                on_start=None if watch is None else watch.start)
         except AgentNotStarted as problem:
-            raise ClientError("invalid_argument", str(problem)) from None
+            raise InvalidArgument(str(problem)) from None
         finally:
             # Revoked first: nothing done in the agent user's files afterwards (which may
             # fail, or be stopped) can leave the agent's token valid.
@@ -546,6 +546,18 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
         return status
     finally:
         _unwire(issued, launch.run_dir)
+
+
+def _unprepared(error: OSError, agent_dir: Path) -> AmuxError:
+    """Why the agent's files could not be made, by type: a full or read-only disk
+    (`storage_unavailable`), a path of the agent user's that cannot hold them (a link, a
+    file: `invalid_argument`), or the helper acting as the target that failed or was
+    stopped (no errno: `internal`)."""
+    doing = f"cannot prepare {agent_dir} for the agent"
+    fault = local_fault(error, doing)
+    if fault is not None:
+        return fault
+    return (InvalidArgument if error.errno else InternalError)(f"{doing}: {error}")
 
 
 def _unwire(issued: wiring.Issued | None, run_dir: rundirs.RunDir | None) -> None:

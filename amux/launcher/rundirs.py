@@ -35,7 +35,7 @@ import json
 import os
 from pathlib import Path
 
-from amux.client.wire import ClientError
+from amux.errors import AmuxError, InvalidArgument
 from amux.hub import pidfile
 from amux.memory.durable import write_file_atomic
 from amux.typing_light import NamedTuple
@@ -183,7 +183,6 @@ def verified(root: Path, *, isolated: bool) -> None:
     """Create or verify a runs root (module docstring); `invalid_argument` naming what is
     wrong and the fix. An isolated runs root must be traversable by the target users."""
     from amux.hub import sockdir
-    from amux.memory.errors import InvalidArgument
 
     if isolated:
         elsewhere = ("set AMUX_RUNS_DIR to a directory of root's that other users can "
@@ -193,13 +192,13 @@ def verified(root: Path, *, isolated: bool) -> None:
     try:
         blocked = sockdir.ensure(root, 0o711 if isolated else 0o700, elsewhere, sockdir.RUNS)
     except InvalidArgument as unsafe:
-        raise ClientError("invalid_argument", str(unsafe)) from None
+        raise InvalidArgument(str(unsafe)) from None
     except OSError as exc:
-        raise ClientError("invalid_argument", f"cannot use the runs directory {root}: {exc}; "
-                          f"{elsewhere}") from None
+        raise InvalidArgument(f"cannot use the runs directory {root}: {exc}; "
+                              f"{elsewhere}") from None
     if isolated and blocked is not None:
-        raise ClientError("invalid_argument", f"the runs directory {root} is not reachable by "
-                          f"other users: {blocked} is not traversable ({elsewhere})")
+        raise InvalidArgument(f"the runs directory {root} is not reachable by "
+                              f"other users: {blocked} is not traversable ({elsewhere})")
 
 
 def trusted(root: Path, *, isolated: bool) -> bool:
@@ -209,7 +208,7 @@ def trusted(root: Path, *, isolated: bool) -> bool:
         return False
     try:
         verified(root, isolated=isolated)
-    except ClientError:
+    except AmuxError:
         return False
     return True
 

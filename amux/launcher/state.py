@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from amux.adapters.base import without_userinfo
-from amux.client.wire import ClientError
+from amux.errors import AmuxError, InvalidArgument
 from amux.memory.durable import write_file_atomic
 from amux.typing_light import NamedTuple
 
@@ -74,7 +74,7 @@ def new_session_id(clock: float | None = None) -> str:
 
 def session_dir(home: Path, session_id: str) -> Path:
     if not session_id or "/" in session_id or session_id.startswith("."):
-        raise ClientError("invalid_argument", f"not an amux session id: {session_id!r}")
+        raise InvalidArgument(f"not an amux session id: {session_id!r}")
     return sessions_dir(home) / session_id
 
 
@@ -93,8 +93,8 @@ def load(home: Path, session_id: str) -> SessionState:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ClientError("invalid_argument", f"no amux session {session_id!r} "
-                          f"(see `amux sessions list`)") from None
+        raise InvalidArgument(f"no amux session {session_id!r} "
+                              f"(see `amux sessions list`)") from None
     except OSError as exc:
         raise _unreadable(path, f"cannot read it: {exc.strerror or exc}") from None
     except ValueError as exc:  # not UTF-8, or not JSON
@@ -104,8 +104,8 @@ def load(home: Path, session_id: str) -> SessionState:
     if not isinstance(data, dict):
         raise _unreadable(path, "not a JSON object")
     if data.get("version") != STATE_VERSION:
-        raise ClientError("invalid_argument", f"{path} has state version "
-                          f"{data.get('version')!r}; this amux reads {STATE_VERSION}")
+        raise InvalidArgument(f"{path} has state version "
+                              f"{data.get('version')!r}; this amux reads {STATE_VERSION}")
     problem = _problem(data, session_id)
     if problem is not None:
         raise _unreadable(path, problem)
@@ -170,9 +170,9 @@ def _holds(name: str, value: Any) -> bool:
     return True
 
 
-def _unreadable(path: Path, why: str) -> ClientError:
-    return ClientError("invalid_argument", f"{path} is not a session state amux can read "
-                       f"({why}); remove that session: rm -r {shlex.quote(str(path.parent))}")
+def _unreadable(path: Path, why: str) -> AmuxError:
+    return InvalidArgument(f"{path} is not a session state amux can read "
+                           f"({why}); remove that session: rm -r {shlex.quote(str(path.parent))}")
 
 
 def listing(home: Path, warn: Callable[[str], None]) -> list[SessionState]:
@@ -186,6 +186,6 @@ def listing(home: Path, warn: Callable[[str], None]) -> list[SessionState]:
             continue  # not a session, or one still being started
         try:
             found.append(load(home, name))
-        except ClientError as error:
+        except AmuxError as error:
             warn(f"skipped session {name}: {error.message}")
     return sorted(found, key=lambda session: session.created_at)  # ids tie within a second

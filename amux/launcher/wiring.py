@@ -36,7 +36,7 @@ from pathlib import Path
 
 from amux.client.connection import Connection, find_connection
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import AmuxError, InternalError, MemoryDisabled
 from amux.launcher import rundirs
 from amux.typing_light import NamedTuple
 
@@ -93,7 +93,7 @@ def resolve(home: Path, *, start_hub: bool = True,
         connection = _connection(home, start_hub)
         with HubClient(connection, timeout=timeout) as client:
             answer = client.call("/v1/binding", {})
-    except ClientError as error:
+    except AmuxError as error:
         raise NoMemory(_reason(error)) from None
     return Binding(str(answer["principal"]), str(answer["binding"]))
 
@@ -107,10 +107,10 @@ def resolve_for(home: Path, name: str, *, start_hub: bool = True) -> Binding:
         with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
             status = hub.call("/v1/status", {})
             if not status.get("memory_enabled"):
-                raise NoMemory(_reason(ClientError("memory_disabled", "")))
+                raise NoMemory(_reason(MemoryDisabled("")))
             _shared_socket(status)
             answer = hub.call("/v1/admin/principals", {"action": "binding", "name": name})
-    except ClientError as error:
+    except AmuxError as error:
         if error.code == "invalid_argument" and "principal" in error.message:
             raise NoMemory(f"no amux principal for Unix user {name!r} ({error.message}); add "
                            f"one with `amux principal add {name}`; this session runs without "
@@ -131,7 +131,7 @@ def _shared_socket(status: Mapping[str, Any]) -> str:
     return str(shared)
 
 
-def _reason(error: ClientError) -> str:
+def _reason(error: AmuxError) -> str:
     if error.code == "memory_disabled":
         return ("memory is off on the Hub (memory.enabled = false): this session runs "
                 "without amux memory, with the agent's own memory policy; the Hub's owner "
@@ -148,8 +148,8 @@ def installed_client() -> Path:
     found = shutil.which("amux")
     if found:
         return Path(found)
-    raise ClientError("internal", f"the amux client is not installed: no `amux` next to "
-                      f"{sys.executable} nor on PATH; reinstall amux")
+    raise InternalError(f"the amux client is not installed: no `amux` next to "
+                        f"{sys.executable} nor on PATH; reinstall amux")
 
 
 def delegate(home: Path, binding: Binding, launched: Mapping[str, str]) -> Issued:
@@ -165,7 +165,7 @@ def delegate(home: Path, binding: Binding, launched: Mapping[str, str]) -> Issue
         with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
             issued = hub.call("/v1/delegate", {**launched, "binding": binding.binding,
                                                "ttl": TOKEN_TTL_SECONDS})
-    except ClientError as error:
+    except AmuxError as error:
         raise NoMemory(_not_delegated(error)) from None
     token = rundirs.Token(str(issued["principal"]), binding.binding, str(issued["token"]),
                           str(issued["token_id"]), own=True,
@@ -175,7 +175,7 @@ def delegate(home: Path, binding: Binding, launched: Mapping[str, str]) -> Issue
     return Issued(token, connection)
 
 
-def _not_delegated(error: ClientError) -> str:
+def _not_delegated(error: AmuxError) -> str:
     if error.code == "forbidden":
         return (f"the launcher's own token cannot mint the agent's ({error.message}): "
                 "launch with a login token (the Hub owner's local default, or AMUX_HUB + "
@@ -197,7 +197,7 @@ def grant_for(home: Path, name: str, binding: str,
             issued = hub.call("/v1/admin/principals", {
                 **launched, "action": "delegate", "name": name, "ttl": TOKEN_TTL_SECONDS,
                 "binding": binding})
-    except ClientError as error:
+    except AmuxError as error:
         raise NoMemory(_reason(error)) from None
     token = rundirs.Token(str(issued["principal"]), binding, str(issued["token"]),
                           str(issued["token_id"]), own=False,
@@ -209,7 +209,7 @@ def grant_for(home: Path, name: str, binding: str,
                                   connection.hub_uid),
                        timeout=DISCOVERY_TIMEOUT_SECONDS) as agent:
             agent.call("/v1/binding", {})
-    except ClientError as error:
+    except AmuxError as error:
         return grant, (f"memory calls of this session will fail until this is fixed: "
                        f"{error.code}: {error.message}")
     return grant, None
@@ -223,7 +223,7 @@ def check(config: Path) -> str | None:
         agent = read_config(config, "run", None)
         with HubClient(agent, timeout=DISCOVERY_TIMEOUT_SECONDS) as client:
             client.call("/v1/binding", {})
-    except ClientError as error:
+    except AmuxError as error:
         return (f"memory calls of this session will fail until this is fixed: {error.code}: "
                 f"{error.message}")
     return None
@@ -251,7 +251,7 @@ def _revoke(connection: Connection, principal: str, token_id: str, *, own: bool,
     try:
         with HubClient(connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
             hub.call(path, body)
-    except ClientError as error:
+    except AmuxError as error:
         if error.code == "invalid_argument":  # no such token (expired) or principal left
             return None
         return (f"the session's delegated token {token_id} was not revoked ({error.code}: "

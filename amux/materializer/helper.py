@@ -23,7 +23,7 @@ The wire: length-prefixed ASCII JSON frames, a request `{"op", "args"}` and a re
 sent and the reply read, has one deadline (a stopped child reads no request larger than
 the socket's buffer, so the send is bounded too), after which the child is killed and
 every later call fails. Errors come back as their
-own kind: `OSError` (errno, message, file name), `ValueError`, `ClientError`; anything
+own kind: `OSError` (errno, message, file name), `ValueError`, `AmuxError`; anything
 else is a bug of the operation, reported as `internal`.
 """
 
@@ -43,7 +43,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from amux.client.wire import ClientError
+from amux.errors import AmuxError, InternalError, InvalidArgument, from_wire
 from amux.materializer.target import Target
 
 CALL_SECONDS = 30.0
@@ -62,8 +62,8 @@ class Helper:
 
     def __init__(self, target: Target, operations: Mapping[str, Operation]) -> None:
         if os.geteuid() != 0:
-            raise ClientError("invalid_argument", f"--as-user {target.name}: only root can "
-                              "run an agent as another user; run amux run with sudo")
+            raise InvalidArgument(f"--as-user {target.name}: only root can "
+                                  "run an agent as another user; run amux run with sudo")
         self.target = target
         undumpable = _undumpable()  # loaded now: the child imports nothing
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -173,8 +173,9 @@ def _serve(sock: socket.socket, operations: Mapping[str, Operation]
             return  # the launcher is gone, or closed its end
         try:
             reply = _reply(operations[request["op"]](*request["args"]))
-        except ClientError as exc:
-            reply = {"error": {"kind": "client", "code": exc.code, "message": exc.message}}
+        except AmuxError as exc:
+            reply = {"error": {"kind": "client", "code": exc.code, "message": exc.message,
+                               "details": exc.details}}
         except OSError as exc:
             reply = {"error": {"kind": "os", "errno": exc.errno,
                                "message": exc.strerror or str(exc),
@@ -263,5 +264,5 @@ def _error(error: Mapping[str, Any]) -> Exception:
     if kind == "value":
         return ValueError(message)
     if kind == "client":
-        return ClientError(str(error.get("code")), message)
-    return ClientError("internal", f"acting as the target user: {message}")
+        return from_wire(str(error.get("code")), message, error.get("details"))
+    return InternalError(f"acting as the target user: {message}")

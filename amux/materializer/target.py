@@ -22,7 +22,7 @@ import pwd
 import re
 from collections.abc import Mapping
 
-from amux.client.wire import ClientError
+from amux.errors import InvalidArgument
 from amux.typing_light import NamedTuple
 
 _SECRET_NAME = re.compile(
@@ -47,9 +47,9 @@ class Target(NamedTuple):
         try:
             entry = pwd.getpwnam(name)
         except KeyError:
-            raise ClientError("invalid_argument", f"--as-user: no Unix user {name!r}") from None
+            raise InvalidArgument(f"--as-user: no Unix user {name!r}") from None
         if entry.pw_uid == 0:
-            raise ClientError("invalid_argument", "--as-user: an isolated run cannot be root")
+            raise InvalidArgument("--as-user: an isolated run cannot be root")
         groups = tuple(sorted(set(os.getgrouplist(entry.pw_name, entry.pw_gid))))
         return cls(entry.pw_name, entry.pw_uid, entry.pw_gid, groups, entry.pw_dir,
                    entry.pw_shell or "/bin/sh")

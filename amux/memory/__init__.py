@@ -2,7 +2,7 @@
 their history (one git repository per scope, outside the root: `history`).
 
 Knows no socket, identity store or agent. Start at `store.Store`; scopes come from
-`scope.resolve_scope`; every failure is an `errors.AmuxError` with a stable code.
+`scope.resolve_scope`; every failure is an `amux.errors.AmuxError` with a stable code.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from amux.memory.errors import AmuxError
     from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
     from amux.memory.store import Store
 
-__all__ = ["GLOBAL", "AmuxError", "Identity", "Scope", "Store", "resolve_scope"]
+__all__ = ["GLOBAL", "Identity", "Scope", "Store", "resolve_scope"]
 
-_HOMES = {"AmuxError": "errors", "GLOBAL": "scope", "Identity": "scope", "Scope": "scope",
+_HOMES = {"GLOBAL": "scope", "Identity": "scope", "Scope": "scope",
           "resolve_scope": "scope", "Store": "store"}
 
 

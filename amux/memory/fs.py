@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from amux.errors import InvalidPath
 from amux.memory.durable import TEMP_PREFIX
-from amux.memory.errors import InvalidPath
 from amux.memory.paths import segment_problem
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from amux.memory.errors import InvalidPath, shown
+from amux.errors import InvalidPath, shown
 from amux.memory.limits import PATH_MAX_BYTES, SEGMENT_MAX_BYTES
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from amux.memory.errors import QuotaExceeded
+from amux.errors import QuotaExceeded
 from amux.memory.limits import (
     ENTRY_MAX_BYTES,
     ENTRY_MAX_LINES,

@@ -12,7 +12,7 @@ import datetime as dt
 from typing import Any
 
 from amux.client.wire import encoded_size
-from amux.memory.errors import InvalidArgument, NotUtf8
+from amux.errors import InvalidArgument, NotUtf8
 from amux.memory.limits import RESPONSE_MAX_BYTES, STALE_AFTER_SECONDS
 from amux.memory.lines import char_start, is_char_boundary, line_count
 from amux.memory.revision import ABSENT, revision_of

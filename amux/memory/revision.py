@@ -7,7 +7,7 @@ import re
 import threading
 from collections import OrderedDict
 
-from amux.memory.errors import InvalidArgument
+from amux.errors import InvalidArgument
 
 ABSENT = "absent"
 _HEX64 = re.compile(r"[0-9a-f]{64}")

@@ -20,7 +20,7 @@ import os
 import stat
 from contextlib import suppress
 
-from amux.memory.errors import InternalError, RootLocked
+from amux.errors import InternalError, RootLocked
 
 LOCK_NAME = ".amux-root.lock"
 _FLAGS = os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC

@@ -15,7 +15,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from amux.memory.errors import Unauthenticated
+from amux.errors import Unauthenticated
 
 PRINCIPAL_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from amux.client.wire import encoded_size
+from amux.errors import InvalidArgument, InvalidPath
 from amux.memory import fs
 from amux.memory.cache import CachedDocument, SearchCache, TermMatch, stat_key
-from amux.memory.errors import InvalidArgument, InvalidPath
 from amux.memory.limits import (
     HITS_PER_DOCUMENT,
     QUERY_MAX_BYTES,

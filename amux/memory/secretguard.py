@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 from ahocorasick_rs import MATCHKIND_LEFTMOST_FIRST, BytesAhoCorasick
 
-from amux.memory.errors import SecretDetected
+from amux.errors import SecretDetected
 
 ALLOW_LIST_NAME = ".amux-allow-secrets"
 """The allow list's file name in a scope directory (a dot-file: no operation sees it)."""

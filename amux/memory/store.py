@@ -25,15 +25,15 @@ from contextlib import ExitStack, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from amux.memory import doctor, documents, durable, fs, quota, read, rootlock, secretguard
-from amux.memory.cache import SearchCache
-from amux.memory.errors import (
+from amux.errors import (
     InvalidArgument,
     InvalidPath,
     NotFound,
     NotUtf8,
     RevisionConflict,
 )
+from amux.memory import doctor, documents, durable, fs, quota, read, rootlock, secretguard
+from amux.memory.cache import SearchCache
 from amux.memory.history import (
     KEEP_PREFIX,
     LOG_DEFAULT_LIMIT,

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from amux.cli.run import _parser, quick_parse, run_main
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 
 TOKENS = st.sampled_from(["--dry-run", "--resume", "--resume=ID", "--as-user", "--as-user=al",
                           "--pass-env", "--pass-env=KEY", "--dry", "--as", "-h", "--help",
@@ -25,7 +25,7 @@ def test_a_quick_parse_is_argparses(ours: list[str]) -> None:
         return  # argparse decides
     try:
         full = _parser().parse_args(ours)
-    except (ClientError, SystemExit):
+    except (AmuxError, SystemExit):
         raise AssertionError(f"quick parse accepted what argparse refuses: {ours}") from None
     assert vars(quick) == vars(full)
 

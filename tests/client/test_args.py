@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from amux.client.args import quick_parse
 from amux.client.cli import COMMANDS, PARSER
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 
 TOKENS = st.sampled_from([
     "search", "show", "upsert", "forget", "export", "list", "edit", "mcp", "--pretty",
@@ -23,7 +23,7 @@ TOKENS = st.sampled_from([
 def argparse_result(argv: list[str]) -> dict[str, Any] | None:
     try:
         return vars(PARSER.argparse(argv).parse_args(argv))
-    except (ClientError, SystemExit):
+    except (AmuxError, SystemExit):
         return None
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from amux.client.connection import find_connection
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 
 
 def _config(path: Path, mode: int = 0o600, **fields: object) -> Path:
@@ -46,6 +46,6 @@ def test_problems_are_clear(tmp_path: Path) -> None:
         ({"AMUX_HUB": "localhost:80"}, "invalid_argument"),
     ]
     for env, code in cases:
-        with pytest.raises(ClientError) as caught:
+        with pytest.raises(AmuxError) as caught:
             find_connection(env)
         assert caught.value.code == code, env

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from amux.client.args import quick_parse
 from amux.client.cli import COMMANDS, PARSER
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 from tests.hubproc import HubProcess, amux
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "doctor"
@@ -198,7 +198,7 @@ def test_doctor_takes_the_quick_path(argv: list[str]) -> None:
 @pytest.mark.parametrize("argv", [["doctor", "--json=1"], ["doctor", "x"]])
 def test_doctor_odd_calls_go_to_argparse(argv: list[str]) -> None:
     assert quick_parse(COMMANDS, ("--pretty",), argv) is None
-    with pytest.raises((ClientError, SystemExit)):
+    with pytest.raises((AmuxError, SystemExit)):
         PARSER.argparse(argv).parse_args(argv)
 
 

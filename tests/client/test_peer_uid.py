@@ -24,7 +24,7 @@ import pytest
 
 from amux.client.connection import Connection, find_connection, read_config
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 from amux.hub.paths import owner_socket_path
 from tests.hostile import as_user, require_root, throwaway_user
 from tests.hubproc import HubProcess, amux
@@ -156,7 +156,7 @@ def test_hub_uid_names_the_user_the_hub_runs_as(temp_root: Path, tmp_path: Path)
         fields = {"version": 1, "hub": f"unix:{fake.socket}", "token": token}
         config.write_text(json.dumps(fields))
         config.chmod(0o600)
-        with pytest.raises(ClientError) as caught, \
+        with pytest.raises(AmuxError) as caught, \
                 HubClient(read_config(config, "test", None)) as client:
             client.call("/v1/memory/get", {"path": "notes.md"})
         assert caught.value.code == "hub_unreachable"
@@ -192,6 +192,6 @@ def test_where_the_expected_uid_comes_from(tmp_path: Path) -> None:
     assert read_config(owned, "test", None).hub_uid == os.stat(owned).st_uid
     assert find_connection({"AMUX_HUB": "unix:/x.sock"}).hub_uid == os.geteuid()
     for bad in ("0", -1, True, None):
-        with pytest.raises(ClientError) as caught:
+        with pytest.raises(AmuxError) as caught:
             read_config(config("bad.json", hub_uid=bad), "test", None)
         assert caught.value.code == "invalid_argument" and "hub_uid" in caught.value.message

@@ -13,7 +13,7 @@ import pytest
 
 from amux.client.connection import Connection
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 
 
 class FakeHub:
@@ -52,11 +52,11 @@ def socket_path() -> Iterator[str]:
 
 
 def _call(path: str, answer: bytes, body: dict[str, object] | None = None,
-          linger: bool = False) -> ClientError:
+          linger: bool = False) -> AmuxError:
     fake = FakeHub(path, answer, linger=linger)
     try:
         with HubClient(Connection(f"unix:{path}", "amux_tok", None, None, "test"),
-                       timeout=20) as client, pytest.raises(ClientError) as raised:
+                       timeout=20) as client, pytest.raises(AmuxError) as raised:
             client.call("/v1/status", body or {})
     finally:
         fake.close()

@@ -6,18 +6,45 @@ import subprocess
 import sys
 from pathlib import Path
 
-from amux.client.wire import ERROR_TABLE, ClientError, encode, encoded_size
+from amux import errors
+from amux.client.wire import encode, encoded_size
+from amux.errors import ERROR_TABLE, from_wire
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_client_errors_exit_with_their_codes_row() -> None:
-    for code, (_status, exit_code) in ERROR_TABLE.items():
-        assert ClientError(code, "x").exit_code == exit_code
-    assert ClientError("a_code_from_a_newer_hub", "x").exit_code == 1
-    assert ClientError("revision_conflict", "x", {"current_revision": "r"}).to_wire() == {
-        "error": {"code": "revision_conflict", "message": "x", "current_revision": "r"}
-    }
+def test_an_error_from_the_wire_is_its_codes_class() -> None:
+    """What the client receives is raised by type, as the store raised it; a code this side
+    does not know keeps its code and exits 1."""
+    for code, (status, exit_code) in ERROR_TABLE.items():
+        received = from_wire(code, "x")
+        assert (received.code, received.http_status, received.exit_code) == (
+            code, status, exit_code)
+        assert type(received).code == code  # its class, not a stand-in
+    conflict = from_wire("revision_conflict", "x", {"current_revision": "r"})
+    assert isinstance(conflict, errors.RevisionConflict)
+    assert conflict.to_wire() == {
+        "error": {"code": "revision_conflict", "message": "x", "current_revision": "r"}}
+    newer = from_wire("a_code_from_a_newer_hub", "x", {"more": 1})
+    assert (newer.code, newer.exit_code, newer.to_wire()["error"]["more"]) == (
+        "a_code_from_a_newer_hub", 1, 1)
+    assert errors.AmuxError.code == "internal"  # the stand-in changed no class
+
+
+def test_the_tree_drawn_in_the_docstring_is_the_tree() -> None:
+    """`amux/errors.py` draws every class of the one tree, with its code."""
+    import amux.adapters.base
+    import amux.client.args
+    import amux.memory.fs  # noqa: F401 - FileInTheWay
+
+    def every(base: type[errors.AmuxError]) -> list[type[errors.AmuxError]]:
+        return [cls for sub in base.__subclasses__() for cls in (sub, *every(sub))]
+
+    drawn = errors.__doc__ or ""
+    for cls in every(errors.AmuxError):
+        assert f"── {cls.__name__}" in drawn, cls.__name__
+        if cls.__module__ == "amux.errors" and cls.code != cls.__mro__[1].code:
+            assert f"{cls.__name__}" in drawn and cls.code in drawn
 
 
 def test_encode_is_compact_utf8() -> None:
@@ -47,7 +74,7 @@ def test_the_documented_error_table_is_the_one_in_the_code() -> None:
     import re
     from pathlib import Path
 
-    from amux.client.wire import ERROR_TABLE
+    from amux.errors import ERROR_TABLE
 
     text = (Path(__file__).resolve().parents[2] / "docs" / "wire.md").read_text()
     table = text.split("<!-- error-table -->", 1)[1].split("\n\n", 1)[0]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 from amux.hub import loop
 from tests.hub.exposed import Exposed, expose
 from tests.hub.rawhttp import connect, parse, request
@@ -98,7 +98,7 @@ def test_stalled_heads_fill_their_listener_and_every_refused_one_is_told(
     assert statuses.count(None) == cap  # held, until their head deadline
     assert statuses.count(503) == 150
     shared = capped.connection(f"unix:{capped.shared}")
-    with pytest.raises(ClientError) as busy, HubClient(shared, timeout=1.0) as client:
+    with pytest.raises(AmuxError) as busy, HubClient(shared, timeout=1.0) as client:
         client.call("/v1/memory/get", {"path": "MEMORY.md"})  # retried for 1 s, then said
     assert (busy.value.code, busy.value.exit_code) == ("hub_busy", 4)
     with HubClient(capped.connection(f"unix:{capped.hub.socket_path}")) as client:
@@ -130,7 +130,7 @@ def test_a_refused_tls_client_reads_hub_busy(capped: Exposed,
     answers, _ = parse(refused.recv(65536))
     assert (answers[0].status, answers[0].code) == (503, "hub_busy")
     remote = capped.connection(f"https://127.0.0.1:{capped.tls_port}", str(capped.cert))
-    with pytest.raises(ClientError) as busy, HubClient(remote, timeout=1.0) as client:
+    with pytest.raises(AmuxError) as busy, HubClient(remote, timeout=1.0) as client:
         client.call("/v1/memory/get", {"path": "MEMORY.md"})
     assert busy.value.code == "hub_busy"  # not hub_unreachable
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from amux.errors import InvalidArgument
 from amux.hub.config import ConfigFile, HubConfig
-from amux.memory.errors import InvalidArgument
 
 
 def test_defaults_are_off_and_nothing_is_written(tmp_path: Path) -> None:

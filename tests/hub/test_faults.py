@@ -10,7 +10,7 @@ from pathlib import Path
 
 from amux.client.connection import Connection
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 from tests.hubproc import HubProcess
 
 LOAD_SECONDS = 20.0
@@ -47,7 +47,7 @@ def test_sigkill_during_writes_loses_nothing_acknowledged(short_home: Path) -> N
                         revision = client.call("/v1/memory/upsert", {
                             "path": path, "content": content, "expected_revision": revision,
                         })["revision"]
-                    except ClientError:
+                    except AmuxError:
                         return  # the Hub died: this write's outcome is unknown
                     acked[path] = content
 
@@ -102,7 +102,7 @@ def test_concurrent_clients_lose_no_update(short_home: Path) -> None:
                             "path": path, "content": str(int(page["content"]) + 1),
                             "expected_revision": page["revision"],
                         })
-                    except ClientError as error:
+                    except AmuxError as error:
                         if error.code != "revision_conflict":
                             failures.append(f"{error.code}: {error.message}")
                         continue

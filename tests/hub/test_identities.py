@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from amux.hub.identities import Registry, check_binding
-from amux.memory.errors import (
+from amux.errors import (
     BindingMismatch,
     InvalidArgument,
     StorageUnavailable,
     Unauthenticated,
 )
+from amux.hub.identities import Registry, check_binding
 from amux.memory.scope import GLOBAL, Identity, resolve_scope
 from tests.hostile import fill, small_tmpfs
 

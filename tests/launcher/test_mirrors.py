@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from amux.adapters.base import PlanFile, PlanMirror
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 from amux.launcher import mirrors
 
 
@@ -105,7 +105,7 @@ def test_a_leftover_mirror_is_restored_before_a_new_one_is_made(home: Path,
 
 def test_a_mirror_that_cannot_be_made_is_a_clear_error(home: Path, tmp_path: Path) -> None:
     mirror = PlanMirror(str(tmp_path / "absent" / "gemini-home"), str(home))
-    with pytest.raises(ClientError, match=r"cannot make .*gemini-home"):
+    with pytest.raises(AmuxError, match=r"cannot make .*gemini-home"):
         mirrors.make((mirror,))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from amux.adapters.base import PlanFile
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 from amux.launcher import planfiles
 
 
@@ -22,5 +22,5 @@ def test_written_private_and_replaced_whole(tmp_path: Path) -> None:
 
 
 def test_a_file_that_cannot_be_written_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(ClientError, match=r"cannot write .*f\.md for the agent"):
+    with pytest.raises(AmuxError, match=r"cannot write .*f\.md for the agent"):
         planfiles.write([PlanFile(str(tmp_path / "absent" / "f.md"), "x")])

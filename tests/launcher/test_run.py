@@ -22,6 +22,7 @@ import pytest
 
 from amux.adapters import ADAPTERS
 from tests.agentlog import KEEPS_SESSION, wait_for_pid
+from tests.hostile import fill, small_tmpfs
 from tests.hubproc import HubProcess
 from tests.job import as_job
 
@@ -733,3 +734,22 @@ def test_codex_exec_in_a_folder_its_config_trusts_is_not_said_to_be_untrusted(
     done = launcher.run("codex", "--", "exec", "hi", env={"FAKE_AGENT_EXIT": "1"}, cwd=cwd)
     assert done.returncode == 1
     assert "see its own message above" in done.stderr.splitlines()[-1]
+
+
+def test_a_full_disk_is_storage_unavailable_not_a_usage_error(hub: HubProcess,
+                                                             launcher: Launcher) -> None:
+    """Issue 34: the sessions' folder on a full disk. The launch says so by type (exit 8,
+    `storage_unavailable` naming ENOSPC and the path), not as a usage error (exit 2) nor a
+    bug's traceback (as before); no token is left behind."""
+    enable(hub)
+    before = len(live_tokens(hub))
+    with small_tmpfs(hub.home / "sessions", size="1m", mode="0700") as sessions:
+        fill(sessions)
+        done = launcher.run("pi", "--", "-p", "hi")
+    assert done.returncode == 8, done.stderr
+    [line] = done.stderr.strip().splitlines()
+    assert line.startswith("amux run: storage_unavailable: ") and "ENOSPC" in line, line
+    assert json.loads(done.stdout)["error"]["errno"] == "ENOSPC"
+    assert not (hub.home / "log" / "cli-errors.log").exists()
+    assert len(live_tokens(hub)) == before
+    assert not launcher.log.exists()  # the agent never started

@@ -24,7 +24,7 @@ import pytest
 
 from amux.client.connection import Connection, owner_config_path, read_config
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
 from amux.launcher import rundirs, wiring
 from amux.memory.scope import Identity, resolve_scope
 from tests.agentlog import KEEPS_SESSION
@@ -38,7 +38,8 @@ if sys.argv[1:] == ["--version"]:
     sys.exit(0)
 from amux.client.connection import read_config
 from amux.client.transport import HubClient
-from amux.client.wire import ClientError
+from amux.errors import AmuxError
+from amux.errors import AmuxError
 record = {{"env": dict(os.environ), "calls": {{}}}}
 path = os.environ.get("AMUX_MEMORY_CONFIG")
 if path and os.path.exists(path):
@@ -50,7 +51,7 @@ if path and os.path.exists(path):
         try:
             with HubClient(read_config(path, "agent", None), timeout=10) as hub:
                 record["calls"][name] = hub.call(route, body)
-        except ClientError as error:
+        except AmuxError as error:
             record["calls"][name] = {{"error": error.code}}
 {keeps_session}
 with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
@@ -109,7 +110,7 @@ class TlsHub:
             return client.call(path, body)
 
     def code(self, token: str, path: str, body: dict[str, Any]) -> str:
-        with pytest.raises(ClientError) as refused:
+        with pytest.raises(AmuxError) as refused:
             self.call(token, path, body)
         return refused.value.code
 
@@ -253,5 +254,5 @@ def test_a_missing_installed_client_is_an_explicit_failure(
 
     monkeypatch.setattr(sys, "executable", str(tmp_path / "bin" / "python3"))
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(ClientError, match="the amux client is not installed"):
+    with pytest.raises(AmuxError, match="the amux client is not installed"):
         installed_client()

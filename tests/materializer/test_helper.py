@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amux.client.wire import ClientError
+from amux.errors import AmuxError, InvalidArgument
 from amux.materializer import helper as wire
 from amux.materializer.helper import Helper
 from amux.materializer.target import Target
@@ -48,7 +48,7 @@ def _fail(kind: str) -> None:
     if kind == "value":
         raise ValueError("a bad value")
     if kind == "client":
-        raise ClientError("invalid_argument", "said so")
+        raise InvalidArgument("said so")
     if kind == "import":
         import this  # noqa: F401 - refused in the helper
     raise KeyError(kind)
@@ -96,14 +96,14 @@ def test_errors_come_back_as_their_own_kinds(helper: tuple[Helper, pwd.struct_pa
     assert missing.value.filename == "/nonexistent/file"
     with pytest.raises(ValueError, match="a bad value"):
         process.call("fail", "value")
-    with pytest.raises(ClientError) as said:
+    with pytest.raises(AmuxError) as said:
         process.call("fail", "client")
     assert (said.value.code, said.value.message) == ("invalid_argument", "said so")
-    with pytest.raises(ClientError, match="imports nothing"):
+    with pytest.raises(AmuxError, match="imports nothing"):
         process.call("fail", "import")
-    with pytest.raises(ClientError, match="KeyError"):
+    with pytest.raises(AmuxError, match="KeyError"):
         process.call("fail", "other")
-    with pytest.raises(ClientError, match="its answer"):
+    with pytest.raises(AmuxError, match="its answer"):
         process.call("set")  # no JSON value: said, and the helper goes on
     assert process.call("bytes") == b"\x00\xff raw"
     assert process.call("names") == [os.fsdecode(b"caf\xe9"), "é", "\n"]

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from amux.errors import RevisionConflict, RootLocked
 from amux.memory import GLOBAL, Identity, Scope, Store, resolve_scope
-from amux.memory.errors import RevisionConflict, RootLocked
 from amux.memory.revision import ABSENT, revision_of
 from amux.memory.scope import principal_digest
 from tests.memory.childproc import spawned

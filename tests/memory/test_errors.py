@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from amux.client.wire import ERROR_TABLE
-from amux.memory import errors
+from amux import errors
+from amux.errors import ERROR_TABLE
 
 PINNED = {
     "invalid_argument": (400, 2),

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from amux.errors import NotFound, RevisionConflict, SecretDetected
 from amux.memory import GLOBAL, Scope, Store
-from amux.memory.errors import NotFound, RevisionConflict, SecretDetected
 from amux.memory.history import Author, History
 from amux.memory.revision import ABSENT, revision_of
 

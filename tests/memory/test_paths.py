@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from amux.memory.errors import InvalidPath
+from amux.errors import InvalidPath
 from amux.memory.paths import validate_path, validate_prefix
 
 

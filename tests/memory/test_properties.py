@@ -50,8 +50,8 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument as HypothesisInvalidArgument
 
+from amux.errors import InvalidPath
 from amux.memory import GLOBAL, Store
-from amux.memory.errors import InvalidPath
 from amux.memory.paths import validate_path
 
 with warnings.catch_warnings():

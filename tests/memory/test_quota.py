@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from amux.errors import QuotaExceeded
 from amux.memory import Scope, Store
-from amux.memory.errors import QuotaExceeded
 from amux.memory.limits import KIB, MIB
 from amux.memory.revision import ABSENT
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from amux.client.wire import encode
+from amux.errors import InvalidArgument, NotUtf8
 from amux.memory import Scope, Store
-from amux.memory.errors import InvalidArgument, NotUtf8
 from amux.memory.lines import line_count
 from amux.memory.revision import ABSENT, revision_of
 

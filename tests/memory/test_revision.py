@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from amux.memory.errors import InvalidArgument
+from amux.errors import InvalidArgument
 from amux.memory.revision import ABSENT, RecentRevisions, check_expected, revision_of
 
 

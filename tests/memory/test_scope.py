@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 
-from amux.memory.errors import Unauthenticated
+from amux.errors import Unauthenticated
 from amux.memory.scope import GLOBAL, Identity, principal_digest, resolve_scope
 
 

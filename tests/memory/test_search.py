@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from amux.client.wire import encode
+from amux.errors import InvalidArgument
 from amux.memory import Scope, Store
-from amux.memory.errors import InvalidArgument
 from amux.memory.limits import MIB
 from amux.memory.revision import ABSENT, revision_of
 

@@ -19,9 +19,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amux.client.wire import ERROR_TABLE
+from amux.errors import ERROR_TABLE, SecretDetected
 from amux.memory import secretguard
-from amux.memory.errors import SecretDetected
 from amux.memory.secretguard import RULES, fingerprint, scan
 
 RNG = random.Random(20261130)

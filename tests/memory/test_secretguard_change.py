@@ -9,8 +9,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from amux.errors import SecretDetected
 from amux.memory import GLOBAL, Store
-from amux.memory.errors import SecretDetected
 from amux.memory.revision import revision_of
 from amux.memory.secretguard import CHANGE_SCAN_FROM, changed_lines, scan, scan_change
 from tests.memory.test_secretguard_corpus import notes, secret_cases

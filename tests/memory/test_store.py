@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from amux.errors import InvalidArgument, InvalidPath, NotUtf8, RevisionConflict
 from amux.memory import GLOBAL, Identity, Scope, Store, resolve_scope
-from amux.memory.errors import InvalidArgument, InvalidPath, NotUtf8, RevisionConflict
 from amux.memory.revision import ABSENT, revision_of
 
 

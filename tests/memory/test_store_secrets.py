@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from amux.errors import InvalidArgument, SecretDetected
 from amux.memory import GLOBAL, Identity, Scope, Store, resolve_scope
-from amux.memory.errors import InvalidArgument, SecretDetected
 from amux.memory.secretguard import ALLOW_LIST_NAME, fingerprint
 
 RNG = random.Random(7)

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
+from amux.errors import InvalidPath
 from amux.memory import GLOBAL, Identity, Scope, Store, resolve_scope
-from amux.memory.errors import InvalidPath
 from amux.memory.revision import ABSENT, revision_of
 from amux.memory.scope import principal_digest
 

@@ -1,11 +1,13 @@
-"""OS errors that mean the storage refused, reported as `StorageUnavailable`.
+"""OS errors that mean the storage refused, reported as `StorageUnavailable` (exit 8).
 
 A write that fails because the disk is full, the file system is read-only or the
 Hub's user lacks permission is not a bug in the Hub: the caller is told which
 (`errno`), that nothing was changed, and what the Hub's owner must fix. Every
 writer of the Hub (documents, configuration, identities, start-up) reports such
 a failure through `storage_faults`, so the text is the same wherever it happened.
-Any other `OSError` is left alone: it is a bug, reported as `internal`.
+Any other `OSError` is left alone: it is a bug, reported as `internal`. The user's own
+commands (a launch, the CLI) say the same of their own files (`local_fault`), at their
+edge: a full disk is never a usage error.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from amux.memory.errors import StorageUnavailable
+from amux.errors import StorageUnavailable
 
 _PERMISSION = ("the Hub's user lacks permission there",
                "give the Hub's user its own directories back (owner, mode 0700)")
@@ -55,3 +57,16 @@ def storage_faults(where: object, outcome: str = CHANGE_NOT_SAVED) -> Iterator[N
         if mapped is None:
             raise
         raise mapped from None
+
+
+def local_fault(error: OSError, doing: str) -> StorageUnavailable | None:
+    """A storage `error` met by a command of the user's own (a launch, the CLI) while
+    `doing` something (`cannot write X`): `storage_unavailable` naming the errno and the
+    fix (exit 8, not a usage error); None for any other error."""
+    cause = _CAUSES.get(error.errno or 0)
+    if cause is None:
+        return None
+    name = errno.errorcode[error.errno or 0]
+    fix = ("check who owns that path and its mode" if cause is _PERMISSION
+           else cause[1])
+    return StorageUnavailable(f"{doing}: {error.strerror or error} ({name}); {fix}", name)

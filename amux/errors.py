@@ -1,18 +1,29 @@
 """The one error tree of amux, with the stable codes of SPEC Appendix A.
 
-Every failure a caller can see is an `AmuxError` subclass carrying a stable `code`,
-the HTTP status the Hub answers with and the exit code the CLI returns. A class
-names only its code: status and exit code are that code's row of
-`amux.client.wire.ERROR_TABLE`, the one table the client shares (a code without a
-row fails at import), so they never drift apart.
+Every failure a caller can see is an `AmuxError` subclass carrying a stable `code`, the
+HTTP status the Hub answers with and the exit code the CLI returns; the store, the Hub,
+the client, the launcher and the materializer all raise these, by type. A class names
+only its code: its status and exit code are that code's row of `ERROR_TABLE`, the one
+table (a code without a row fails at import). Errors cross the wire as
+`{"error": {"code", "message", ...details}}` (`to_wire`), and come back as the class of
+their code (`from_wire`; a code this side does not know keeps its code, exit 1). Codes
+are public: add, never rename. Standard library only: the single-file client carries it.
 
     AmuxError
-    ├── InvalidArgument      invalid_argument
+    ├── InvalidArgument      invalid_argument      (what the caller gave is wrong: exit 2)
+    │   ├── UsageError                             (a command line its parser refused:
+    │   │                                           amux.client.args)
+    │   └── PlanRefused                            (an agent's arguments or set-up amux
+    │       ├── ResumeFlagRefused                   cannot launch with: amux.adapters.base)
+    │       └── EndpointRefused
     ├── InvalidPath          invalid_path          (+ reason)
+    │   └── FileInTheWay                           (a file where a folder must be:
+    │                                               amux.memory.fs)
     ├── NotUtf8              not_utf8
     ├── RevisionConflict     revision_conflict     (+ current_revision)
     ├── MemoryDisabled       memory_disabled
-    ├── HubUnreachable       hub_unreachable       (no HTTP status: no Hub answered)
+    ├── HubUnreachable       hub_unreachable       (no HTTP status: no Hub answered;
+    │                                               + peer_uid, hub_uid for an impostor)
     ├── HubBusy              hub_busy              (a connection or byte cap: nothing was
     │                                               done, retry)
     ├── Unauthenticated      unauthenticated
@@ -30,11 +41,29 @@ row fails at import), so they never drift apart.
 
 from __future__ import annotations
 
-from amux.client.wire import ERROR_TABLE
-
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # `typing` is not imported at run time: the client starts fast
 if TYPE_CHECKING:
-    from typing import Any, ClassVar
+    from typing import Any
+
+ERROR_TABLE: dict[str, tuple[int | None, int]] = {
+    # code: (HTTP status, or None when no Hub answered; CLI exit code)
+    "invalid_argument": (400, 2),
+    "invalid_path": (400, 2),
+    "not_utf8": (400, 2),
+    "revision_conflict": (409, 3),
+    "memory_disabled": (503, 4),
+    "hub_unreachable": (None, 4),
+    "hub_busy": (503, 4),
+    "unauthenticated": (401, 5),
+    "forbidden": (403, 5),
+    "binding_mismatch": (403, 5),
+    "quota_exceeded": (413, 6),
+    "secret_detected": (422, 7),
+    "not_found": (404, 1),
+    "storage_unavailable": (507, 8),
+    "internal": (500, 1),
+}
+
 
 MESSAGE_MAX_CHARS = 1000
 """An error message never grows with the input it complains about (a 600 KB path was
@@ -57,28 +86,37 @@ def _capped(message: str) -> str:
 
 
 class AmuxError(Exception):
-    """Base of every error amux reports to a caller."""
+    """Base of every error amux reports to a caller: `code`, `message`, and `details`, the
+    extra wire fields beside them."""
 
-    code: ClassVar[str] = "internal"
-    http_status: ClassVar[int | None] = ERROR_TABLE["internal"][0]
-    exit_code: ClassVar[int] = ERROR_TABLE["internal"][1]
+    code = "internal"
+    http_status: int | None = ERROR_TABLE["internal"][0]
+    exit_code = ERROR_TABLE["internal"][1]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.http_status, cls.exit_code = ERROR_TABLE[cls.code]
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
         message = _capped(message)
         super().__init__(message)
         self.message = message
-
-    def details(self) -> dict[str, Any]:
-        """Extra wire fields beside `code` and `message` (none by default)."""
-        return {}
+        self.details: dict[str, Any] = details or {}
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON error body of SPEC Appendix A: `{"error": {"code", "message", ...}}`."""
-        return {"error": {"code": self.code, "message": self.message, **self.details()}}
+        return {"error": {"code": self.code, "message": self.message, **self.details}}
+
+
+def from_wire(code: str, message: str, details: dict[str, Any] | None = None) -> AmuxError:
+    """The error a wire body names, as the class of its code; a code this side does not
+    know (a newer Hub's) keeps its code, with exit status 1."""
+    kind = _BY_CODE.get(code)
+    error = Exception.__new__(kind or AmuxError)
+    AmuxError.__init__(error, message, details)
+    if kind is None:
+        error.code, error.http_status, error.exit_code = code, None, 1
+    return error
 
 
 class InvalidArgument(AmuxError):
@@ -90,10 +128,8 @@ class InvalidPath(AmuxError):
 
     def __init__(self, path: str, reason: str) -> None:
         self.reason = _capped(reason)
-        super().__init__(f"invalid memory path {shown(path)}: {self.reason}")
-
-    def details(self) -> dict[str, Any]:
-        return {"reason": self.reason}
+        super().__init__(f"invalid memory path {shown(path)}: {self.reason}",
+                         {"reason": self.reason})
 
 
 class NotUtf8(AmuxError):
@@ -106,12 +142,10 @@ class RevisionConflict(AmuxError):
     def __init__(self, path: str, expected: str, current: str) -> None:
         super().__init__(
             f"{path}: expected revision {expected} but the document is at {current}; "
-            "re-read it, merge, and retry with the current revision"
+            "re-read it, merge, and retry with the current revision",
+            {"current_revision": current},
         )
         self.current_revision = current
-
-    def details(self) -> dict[str, Any]:
-        return {"current_revision": self.current_revision}
 
 
 class MemoryDisabled(AmuxError):
@@ -148,13 +182,10 @@ class QuotaExceeded(AmuxError):
     code = "quota_exceeded"
 
     def __init__(self, quota: str, limit: int, actual: int, message: str) -> None:
-        super().__init__(message)
+        super().__init__(message, {"quota": quota, "limit": limit, "actual": actual})
         self.quota = quota
         self.limit = limit
         self.actual = actual
-
-    def details(self) -> dict[str, Any]:
-        return {"quota": self.quota, "limit": self.limit, "actual": self.actual}
 
 
 class SecretDetected(AmuxError):
@@ -185,19 +216,16 @@ class SecretDetected(AmuxError):
                 ". If it is not a secret, the Hub's owner can allow exactly this value in "
                 f"this scope: amux system secrets allow {fingerprint}"
             )
-        super().__init__(message)
+        extra: dict[str, Any] = {"line": line, "rule": rule}
+        if fingerprint is not None:
+            extra["fingerprint"] = fingerprint
+        if findings is not None:
+            extra["findings"] = findings
+        super().__init__(message, extra)
         self.line = line
         self.rule = rule
         self.fingerprint = fingerprint
         self.findings = findings
-
-    def details(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {"line": self.line, "rule": self.rule}
-        if self.fingerprint is not None:
-            extra["fingerprint"] = self.fingerprint
-        if self.findings is not None:
-            extra["findings"] = self.findings
-        return extra
 
 
 class NotFound(AmuxError):
@@ -214,11 +242,8 @@ class StorageUnavailable(AmuxError):
     code = "storage_unavailable"
 
     def __init__(self, message: str, errno_name: str) -> None:
-        super().__init__(message)
+        super().__init__(message, {"errno": errno_name})
         self.errno_name = errno_name
-
-    def details(self) -> dict[str, Any]:
-        return {"errno": self.errno_name}
 
 
 class InternalError(AmuxError):
@@ -227,3 +252,11 @@ class InternalError(AmuxError):
 
 class RootLocked(InternalError):
     """Another process holds the memory root's exclusive lock (one Hub per root)."""
+
+
+_BY_CODE: dict[str, type[AmuxError]] = {
+    kind.code: kind for kind in (
+        InvalidArgument, InvalidPath, NotUtf8, RevisionConflict, MemoryDisabled,
+        HubUnreachable, HubBusy, Unauthenticated, Forbidden, BindingMismatch, QuotaExceeded,
+        SecretDetected, NotFound, StorageUnavailable, InternalError)}
+"""Each code's class, as a received error becomes one (`from_wire`)."""
