@@ -50,9 +50,9 @@ class Change(NamedTuple):
 
 
 class VersionStore(Protocol):
-    """Every version of every scope's documents, who made it, and a way back. The store
-    calls each member holding the scope's write lock, except `log`, `version` and
-    `size`; an implementation is safe for many threads."""
+    """Every version of every scope's documents, who made it, and a way back; safe for
+    many threads. The store calls `keep`, `record`, `catch_up` and `purge` holding the
+    scope's write lock."""
 
     @property
     def max_bytes(self) -> int:
@@ -88,7 +88,9 @@ class VersionStore(Protocol):
 
     def log(self, scope: Scope, path: str | None, since: float | None,
             limit: int) -> list[dict[str, Any]]:
-        """The scope's changes on the wire, newest first: of `path` only, from `since` on."""
+        """The scope's changes, newest first: of `path` only, from `since` on; each as
+        docs/wire.md's log shows it (at, path, operation, revision, bytes, principal,
+        agent, session, commit)."""
         ...
 
     def version(self, scope: Scope, path: str, revision: str) -> bytes | None:
