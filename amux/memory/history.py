@@ -386,15 +386,16 @@ def _never_dropped(changes: Sequence[Logged]) -> set[int]:
 
 
 def _left_by_age(changes: Sequence[Logged], cutoff: float) -> set[int]:
-    """Indexes (oldest first) of the changes dropping those before `cutoff` leaves."""
+    """Indexes (oldest first) of the changes left once those before `cutoff` are dropped
+    (never `_never_dropped`'s)."""
     never = _never_dropped(changes)
     return {index for index, change in enumerate(changes)
             if index in never or change.at >= cutoff}
 
 
 def _left_by_size(changes: Sequence[Logged], share: float) -> set[int]:
-    """Indexes (oldest first) of the changes dropping the oldest `share` of the
-    droppable ones (at least one) leaves."""
+    """Indexes (oldest first) of the changes left once the oldest `share` of those
+    retention may drop (at least one) are dropped."""
     never = _never_dropped(changes)
     droppable = [index for index in range(len(changes)) if index not in never]
     dropped = set(droppable[:max(1, round(len(droppable) * share))])

@@ -39,6 +39,7 @@ class Change(NamedTuple):
     """One change of one document, as the store made it."""
 
     operation: str
+    """One of `OPERATIONS`."""
     path: str
     data: bytes | None
     """The document's bytes after the change; None: it is gone (forget)."""
