@@ -40,7 +40,8 @@ def bench_commit(work: Path, commits: int) -> dict[str, Any]:
     import pygit2
 
     from amux.memory import GLOBAL
-    from amux.memory.history import Author, Change, History
+    from amux.memory.history import History
+    from amux.memory.versions import Author, Change
 
     result: dict[str, Any] = {}
     history = History(work / "batches")
@@ -81,7 +82,8 @@ def bench_commit(work: Path, commits: int) -> dict[str, Any]:
 def bench_log(work: Path, changes: int, runs: int) -> dict[str, Any]:
     """`amux memory log` over a history of `changes` changes, through the installed CLI."""
     from amux.memory import GLOBAL, Store
-    from amux.memory.history import Author, History
+    from amux.memory.history import History
+    from amux.memory.versions import Author
 
     home = work / "log-home"
     history = History(home / "history")

@@ -71,7 +71,7 @@ def _without(store: Store, off: tuple[str, ...]) -> Iterator[None]:
         if "hash" in off:
             swap(store_module, "revision_of", lambda data: FIXED_REVISION)
         if "keep" in off:
-            swap(Store, "_keep", lambda self, *args: None)
+            swap(History, "keep", lambda self, *args: None)
         if "history" in off:
             swap(store, "history", None)
         yield

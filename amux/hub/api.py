@@ -82,9 +82,9 @@ from amux.hub.identities import (
     check_binding_value,
     check_name,
 )
-from amux.memory.history import Author
 from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
 from amux.memory.store import Store
+from amux.memory.versions import Author
 from amux.typing_light import NamedTuple
 
 log = logging.getLogger("amux.hub")
@@ -172,8 +172,7 @@ class HubApi:
     def _apply_history_limits(self) -> None:
         history = self.store.history
         if history is not None:
-            history.max_bytes = self.config.history_max_bytes
-            history.keep_seconds = self.config.history_keep_seconds
+            history.set_limits(self.config.history_max_bytes, self.config.history_keep_seconds)
 
     def preflight(self, head: Request) -> Response | None:
         """A refusal for a request on its head alone (`head.body` not read yet), else None.

@@ -48,6 +48,7 @@ from amux.hub.searcher import SearchProcess
 from amux.memory.durable import write_file_atomic
 from amux.memory.history import History
 from amux.memory.store import Store
+from amux.memory.versions import VersionStore
 
 log = logging.getLogger("amux.hub")
 
@@ -66,7 +67,7 @@ class Hub:
     def __init__(self, home: Path, owner: str | None = None) -> None:
         self.home = home
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.history = History(home / "history")
+        self.history: VersionStore = History(home / "history")
         self.store = Store(home / "memory", exclusive=True, history=self.history)
         self.searches = SearchProcess(self.store.search_here)
         self.store.searcher = self.searches

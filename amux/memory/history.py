@@ -1,6 +1,6 @@
 """Memory history: every change of a scope's documents, who made it, and a way back.
 
-One bare git repository per scope, kept outside the memory root (the Markdown tree stays
+One bare git repository per scope, outside the memory root (the Markdown tree stays
 plain files; `git --git-dir=<AMUX_HOME>/history/global.git log -p` reads it):
 
     <AMUX_HOME>/history/global.git                 the global scope       (0700)
@@ -15,18 +15,18 @@ its delegated token). The author is the principal, or "hand edit" for a change m
 outside the Hub.
 
 Writes stay as fast as without history: the store acknowledges a write once the
-document is durable, and one writer thread commits it behind (`record`). What keeps
-that safe is one rule (`keep`): before a document is replaced or removed, its current
-bytes are committed (durably: libgit2's fsync is on). A write that follows another to
-the same document within the writer's few milliseconds waits for that commit; bytes
-history has never seen (a hand edit) are committed there and then. So after a crash at
-any point, every version a client was told was saved is the document's content or in
-the history; `catch_up`, run for every scope when the store opens, records what changed
-on disk meanwhile (a hand edit while the Hub was stopped, or the Hub's own last writes
-whose commits the crash cut off) as a hand edit.
+document is durable, and one writer thread commits it behind (`record`). One rule makes
+that safe (`keep`): before a document is replaced or removed, its current bytes are kept
+until history has them, as a hard link beside the document (`KEEP_PREFIX`) that the
+write's own directory fsync makes durable, or committed there and then where no link can
+be made. So after a crash at any point, every version a client was told was saved is the
+document's content, a kept link or in the history; `catch_up`, run for every scope when
+the Hub starts, records the kept links and what changed on disk meanwhile (a hand edit
+while the Hub was stopped, or the Hub's own last writes whose commits the crash cut off)
+as hand edits.
 
-Reads (`log`, `show`) never touch the memory root, and search and get never read
-history.
+`History` is the store's `versions.VersionStore`. Reads (`log`, `version`) never touch
+the memory root, and search and get never read history.
 """
 
 from __future__ import annotations
@@ -44,66 +44,47 @@ from pathlib import Path
 
 import pygit2
 
-from amux.memory import gitpack, rootlock
+from amux.errors import InvalidPath
+from amux.memory import fs, gitpack, rootlock
+from amux.memory.limits import SEGMENT_MAX_BYTES
 from amux.memory.revision import ABSENT, revision_of
 from amux.memory.scope import Scope
+from amux.memory.versions import HAND_EDIT, NOBODY, Change
 from amux.typing_light import NamedTuple
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from amux.memory.paths import LogicalPath
+    from amux.memory.versions import VersionStore
+
 log = logging.getLogger("amux.hub")
 
-OPERATIONS = ("create", "update", "forget", "restore", "hand edit")
-HAND_EDIT = "hand edit"
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
-DEFAULT_KEEP_SECONDS = 365 * 86400.0
+DEFAULT_MAX_AGE_SECONDS = 365 * 86400.0
 IDLE_SECONDS = 0.05
 """The writer commits once no write came for this long (or when someone waits for it):
 a burst of writes is not slowed by commits made between them (docs/store.md)."""
 BACKLOG_MAX = 256
-"""Past this many changes waiting, the writer commits even while writes keep coming (so
+"""Past this many changes waiting, the writer commits even while writes go on coming (so
 what waits in memory stays bounded: at most 256 documents of at most 64 KiB)."""
 KEEP_PREFIX = ".amux-keep-"
 """`.amux-keep-<revision>-<name>`: a document's earlier version, hard-linked beside it
-until history has it (`Store` makes them, the writer releases them)."""
+until history has it (`History.keep` makes them, the writer removes them)."""
+_KEPT_NAME_AT = len(KEEP_PREFIX) + 65
+"""Where the document's name starts in a kept link's (after the revision and "-")."""
+_NO_LINKS = frozenset({errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP,
+                       errno.EXDEV})
+"""A file system that makes no hard link here (`History.keep` then commits instead)."""
 ENFORCE_EVERY = 256
 """Retention is checked for a scope at the Hub's start and after this many commits."""
 PACKS_MAX = 16
 """A scope's history merges its smallest packs into one when it has more than this."""
 BRANCH = "refs/heads/main"
-LOG_DEFAULT_LIMIT = 50
-LOG_MAX_LIMIT = 10_000
 TRAILER = "Amux-"
 
 pygit2.option(pygit2.enums.Option.ENABLE_FSYNC_GITDIR, True)  # a ref moved is durable
-
-
-class Author(NamedTuple):
-    """Who made a change: the principal, and for a launched agent its name and session."""
-
-    principal: str | None
-    agent: str | None = None
-    session: str | None = None
-
-
-NOBODY = Author(None)
-"""The author of a hand edit: found on disk, made by no principal through the Hub."""
-
-
-class Change(NamedTuple):
-    """One change of one document, as the store made it."""
-
-    operation: str
-    path: str
-    data: bytes | None
-    """The document's bytes after the change; None: it is gone (forget)."""
-    author: Author
-    at: float
-    """Wall-clock seconds."""
-    revision: str | None = None
-    """`data`'s revision when the caller has it already (else hashed when committed)."""
 
 
 _GIT_LOCKS = ("HEAD.lock", "refs/heads/main.lock", "packed-refs.lock", "config.lock")
@@ -112,7 +93,7 @@ and every later commit would fail on them."""
 
 
 class Logged(NamedTuple):
-    """One change as `log` shows it (its commit's trailers), kept in memory per scope."""
+    """One change as `log` shows it (its commit's trailers), held in memory per scope."""
 
     commit: str
     at: float
@@ -147,10 +128,10 @@ class Logged(NamedTuple):
 class _Queued(NamedTuple):
     scope: Scope
     change: Change
-    ensure: bool = False
+    if_missing: bool = False
     """Commit only if history's newest version of the path is not these bytes."""
     release: Callable[[], None] | None = None
-    """Run once the change is in history (a kept earlier version unlinked)."""
+    """Run once the change is in history (its kept link removed)."""
 
 
 class _Repo:
@@ -159,7 +140,7 @@ class _Repo:
 
     def __init__(self, path: Path, lock: threading.RLock | None = None) -> None:
         self.lock = lock or threading.RLock()
-        """The scope's, kept across the rebuilds that replace this object (`History`)."""
+        """The scope's, the same across the rebuilds that replace this object (`History`)."""
         self._logged: list[Logged] | None = None
         rebuilt = path.with_name(path.name + ".rebuilt")
         purged = path.with_name(path.name + ".purged")
@@ -207,7 +188,7 @@ class _Repo:
 
     def logged(self) -> list[Logged]:
         """Every change, newest first: read from the commits once (10,000 changes: ~150 ms),
-        then kept up to date by `save`, so `log` costs what it returns."""
+        then updated by `save`, so `log` costs what it returns."""
         if self._logged is None:
             head = self.head()
             self._logged = [] if head is None else [
@@ -251,7 +232,7 @@ class _Repo:
 
     def save(self) -> None:
         """Write what is staged as one durable pack and move the branch to its newest
-        commit; on a failure nothing staged is kept (the caller says what failed)."""
+        commit; on a failure nothing staged remains (the caller says what failed)."""
         if self._staged_head is None:
             return
         try:
@@ -294,7 +275,7 @@ class _Repo:
                 entries[depth - 1][parents[depth - 1]] = (
                     True, self._object(gitpack.TREE, gitpack.tree(entries[depth])))
             else:
-                entries[depth - 1].pop(parents[depth - 1], None)  # git keeps no empty tree
+                entries[depth - 1].pop(parents[depth - 1], None)  # git has no empty tree
         root = self._object(gitpack.TREE, gitpack.tree(entries[0]))
         parent = self._staged_head
         if parent is None:
@@ -372,9 +353,9 @@ class _Repo:
             yield commit, blob.data
 
 
-def _purged(changes: Sequence[Logged], path: str, revision: str | None,
-            current: str | None) -> set[int]:
-    """Indexes (oldest first) of the changes a purge keeps: all but `path`'s version
+def _left_by_purge(changes: Sequence[Logged], path: str, revision: str | None,
+                   current: str | None) -> set[int]:
+    """Indexes (oldest first) of the changes a purge leaves: all but `path`'s version
     `revision`, or (None) all but its versions other than `current` (a revision)."""
     def purged(change: Logged) -> bool:
         if change.path != path or change.revision == ABSENT:
@@ -385,7 +366,7 @@ def _purged(changes: Sequence[Logged], path: str, revision: str | None,
     return {index for index, change in enumerate(changes) if not purged(change)}
 
 
-def _newest(changes: Sequence[Logged]) -> set[int]:
+def _never_dropped(changes: Sequence[Logged]) -> set[int]:
     """Indexes (oldest first) of the changes retention never drops: each document's
     newest, and for a forgotten one also the last version it had."""
     newest: set[int] = set()
@@ -404,15 +385,19 @@ def _newest(changes: Sequence[Logged]) -> set[int]:
     return newest
 
 
-def _younger(changes: Sequence[Logged], cutoff: float) -> set[int]:
-    newest = _newest(changes)
+def _left_by_age(changes: Sequence[Logged], cutoff: float) -> set[int]:
+    """Indexes (oldest first) of the changes left once those before `cutoff` are dropped
+    (never `_never_dropped`'s)."""
+    never = _never_dropped(changes)
     return {index for index, change in enumerate(changes)
-            if index in newest or change.at >= cutoff}
+            if index in never or change.at >= cutoff}
 
 
-def _oldest_dropped(changes: Sequence[Logged], share: float) -> set[int]:
-    newest = _newest(changes)
-    droppable = [index for index in range(len(changes)) if index not in newest]
+def _left_by_size(changes: Sequence[Logged], share: float) -> set[int]:
+    """Indexes (oldest first) of the changes left once the oldest `share` of those
+    retention may drop (at least one) are dropped."""
+    never = _never_dropped(changes)
+    droppable = [index for index in range(len(changes)) if index not in never]
     dropped = set(droppable[:max(1, round(len(droppable) * share))])
     return set(range(len(changes))) - dropped
 
@@ -467,12 +452,14 @@ class History:
 
     def __init__(self, root: Path, clock: Callable[[], float] = time.time,
                  max_bytes: int = DEFAULT_MAX_BYTES,
-                 keep_seconds: float = DEFAULT_KEEP_SECONDS) -> None:
+                 max_age_seconds: float = DEFAULT_MAX_AGE_SECONDS) -> None:
         self.root = root
         self.clock = clock
         self.max_bytes = max_bytes
-        self.keep_seconds = keep_seconds
+        self.max_age_seconds = max_age_seconds
         """0: no version is dropped for its age."""
+        self._memory_fd = -1
+        """The memory root (`attach`): where `keep` links and `catch_up` finds kept links."""
         self._since_enforced: collections.Counter[tuple[str, ...]] = collections.Counter()
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -503,32 +490,100 @@ class History:
                 repo = self._repos[scope.directory] = _Repo(path)
             return repo
 
+    def set_limits(self, max_bytes: int, max_age_seconds: float) -> None:
+        """Retention's limits (`enforce`), from the Hub's configuration."""
+        self.max_bytes = max_bytes
+        self.max_age_seconds = max_age_seconds
+
+    def attach(self, memory_root: int) -> None:
+        """The memory root whose documents these are (an open directory, duplicated)."""
+        memory_fd = os.dup(memory_root)
+        if self._memory_fd >= 0:
+            os.close(self._memory_fd)
+        self._memory_fd = memory_fd
+
     # -- writing ----------------------------------------------------------------------
 
     def record(self, scope: Scope, change: Change) -> None:
         """Commit `change` behind the write that made it (the writer thread)."""
         self._enqueue(_Queued(scope, change))
 
-    def ensure(self, scope: Scope, path: str, current: bytes, revision: str,
-               release: Callable[[], None]) -> None:
-        """`current`, the bytes `path` had before a write replaced or removed them, goes
-        into history if it lacks them (a hand edit); `release` runs once it has them. The
-        caller has kept them safe meanwhile (a hard link `Store` made)."""
-        self._enqueue(_Queued(scope, Change(HAND_EDIT, path, current, NOBODY, self.clock(),
-                                            revision), ensure=True, release=release))
+    def keep(self, scope: Scope, logical: LogicalPath, directory: int, current: bytes,
+             revision: str) -> None:
+        """Before the document is replaced or removed: unless history holds `current` (at
+        `revision`) already, a hard link to it beside the document in `directory` until
+        the writer has committed it (durable by the write's own directory fsync); for a
+        name too long to make one, or no hard links there, committed now."""
+        if self._holds(scope, logical.text, revision):
+            return
+        link = f"{KEEP_PREFIX}{revision}-{logical.name}"
+        if len(os.fsencode(link)) <= SEGMENT_MAX_BYTES:  # else no such name can exist
+            try:
+                os.link(logical.name, link, src_dir_fd=directory, dst_dir_fd=directory,
+                        follow_symlinks=False)
+            except FileExistsError:
+                pass  # this very version, kept already
+            except OSError as error:
+                if error.errno not in _NO_LINKS:
+                    raise  # a full or read-only disk: the write itself would fail too
+                link = ""
+            if link:
+                change = Change(HAND_EDIT, logical.text, current, NOBODY, self.clock(),
+                                revision)
+                self._enqueue(_Queued(scope, change, if_missing=True, release=functools.partial(
+                    self._remove_kept, scope, logical.parents, link)))
+                return
+        self._commit_now(scope, logical.text, current)
 
-    def holds(self, scope: Scope, path: str, revision: str) -> bool:
+    def _holds(self, scope: Scope, path: str, revision: str) -> bool:
         """Whether history durably holds `revision` as `path`'s newest version, with no
-        change of it waiting: a write replacing it need not keep it (`Store._keep`)."""
+        change of it waiting: a write replacing it need not keep it."""
         key = scope.directory, path
         with self._changed:
             return not self._pending[key] and self._saved.get(key) == revision
 
-    def keep(self, scope: Scope, path: str, current: bytes | None) -> None:
-        """Before `path` is replaced or removed: its `current` bytes are committed (for a
-        write that cannot keep them by a link: `ensure`)."""
-        if current is None:
+    def _remove_kept(self, scope: Scope, folder: tuple[str, ...], link: str) -> None:
+        """History has the version kept as `link` in the scope's `folder`: the link goes."""
+        if self._memory_fd < 0:
             return
+        try:
+            directory = fs.open_dirs(self._memory_fd, (*scope.directory, *folder), link)
+        except InvalidPath:  # a file or a symlink stands where the folder was
+            return
+        with fs.opened(directory):
+            if directory is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(link, dir_fd=directory)
+
+    def _kept_links(self, scope: Scope) -> list[tuple[tuple[str, ...], str, bytes]]:
+        """The versions `keep` held that a crash left in the scope: (folder, link, bytes),
+        never following a symlink."""
+        if self._memory_fd < 0:
+            return []
+        try:
+            scope_fd = fs.open_dirs(self._memory_fd, scope.directory, scope.binding)
+        except (OSError, InvalidPath):
+            return []
+        found = []
+        with fs.opened(scope_fd):
+            if scope_fd is None:
+                return []
+            for here, _, names, here_fd in os.fwalk(".", dir_fd=scope_fd):
+                folder = tuple(part for part in here.split("/") if part != ".")
+                for name in names:
+                    if not name.startswith(KEEP_PREFIX) or len(name) <= _KEPT_NAME_AT:
+                        continue
+                    try:
+                        read_back = fs.read_at(here_fd, name, name)
+                    except (OSError, InvalidPath):
+                        continue
+                    if read_back is not None:
+                        found.append((folder, name, read_back[0]))
+        return found
+
+    def _commit_now(self, scope: Scope, path: str, current: bytes) -> None:
+        """`current`, what `path` holds before a write replaces it, committed now unless
+        it is history's newest version of `path` already."""
         self._wait_for(lambda: not self._pending[scope.directory, path])
         repo = self.repository(scope)
         with repo.lock:
@@ -549,19 +604,20 @@ class History:
             if len(self._queue) == 1 or len(self._queue) >= BACKLOG_MAX:
                 self._changed.notify_all()
 
-    def catch_up(self, scope: Scope, documents: Mapping[str, bytes],
-                 kept: Sequence[tuple[str, bytes]] = ()) -> int:
+    def catch_up(self, scope: Scope, documents: Mapping[str, bytes]) -> int:
         """Record as hand edits how the scope's `documents` (path → bytes, all of them)
-        differ from its history, after the earlier versions a crash left `kept` (path,
-        bytes) that history lacks; the number recorded. The caller holds the scope's write
-        lock, so nothing changes the documents meanwhile."""
+        differ from its history, after the versions `keep` held that a crash left (then
+        their links go); the number recorded. The caller holds the scope's write lock,
+        so nothing changes the documents meanwhile."""
         self._wait_for(lambda: not any(key[0] == scope.directory for key in self._pending))
+        links = self._kept_links(scope)
         repo = self.repository(scope)
         now = self.clock()
         recorded = 0
         with repo.lock:
-            versions = repo.versions() if kept else set()
-            for path, data in kept:
+            versions = repo.versions() if links else set()
+            for folder, link, data in links:
+                path = "/".join((*folder, link[_KEPT_NAME_AT:]))
                 if (path, revision_of(data)) not in versions:
                     repo.stage(Change(HAND_EDIT, path, data, NOBODY, now))
                     versions.add((path, revision_of(data)))
@@ -575,6 +631,8 @@ class History:
                 repo.stage(Change(HAND_EDIT, path, None, NOBODY, now))
                 recorded += 1
             repo.save()  # one pack, however many: a restart after a crash is not slowed
+        for folder, link, _ in links:
+            self._remove_kept(scope, folder, link)
         self.enforce(scope)
         return recorded
 
@@ -589,9 +647,10 @@ class History:
             self._closed = True
             self._changed.notify_all()
         self._writer.join()
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)
-            self._lock_fd = -1
+        for fd in (self._lock_fd, self._memory_fd):
+            if fd >= 0:
+                os.close(fd)
+        self._lock_fd = self._memory_fd = -1
 
     def _wait_for(self, done: Callable[[], bool]) -> None:
         with self._changed:
@@ -618,8 +677,8 @@ class History:
                         break
                     self._changed.wait(IDLE_SECONDS - quiet)
                 batch = list(self._queue)
-            kept = self._commit(batch)
-            for item in kept:  # in history, durably
+            committed = self._commit(batch)
+            for item in committed:  # in history, durably
                 if item.release is not None:
                     with contextlib.suppress(OSError):
                         item.release()
@@ -645,7 +704,7 @@ class History:
                 with repo.lock:
                     staged = 0
                     for item in items:
-                        if not item.ensure or repo.blob_id(item.change.path) != \
+                        if not item.if_missing or repo.blob_id(item.change.path) != \
                                 gitpack.object_id(gitpack.BLOB, item.change.data or b""):
                             repo.stage(item.change)
                             staged += 1
@@ -674,25 +733,25 @@ class History:
         no object of theirs is left, packed or loose). The caller holds the scope's write
         lock."""
         self._wait_for(lambda: not any(key[0] == scope.directory for key in self._pending))
-        keep = None if current is None else revision_of(current)
+        current_revision = None if current is None else revision_of(current)
         repo = self.repository(scope)
         with self._changed:
             self._saved = {key: value for key, value in self._saved.items()
                            if key[0] != scope.directory}
         with repo.lock:
             return self._rebuild(scope, repo, functools.partial(
-                _purged, path=path, revision=revision, current=keep))
+                _left_by_purge, path=path, revision=revision, current=current_revision))
 
     def enforce(self, scope: Scope) -> int:
-        """Retention: drop versions older than `keep_seconds`, then the oldest ones while
+        """Retention: drop versions older than `max_age_seconds`, then the oldest while
         the history is over `max_bytes` (to 3/4 of it), never the newest version of any
         document (nor the last one a forgotten document had); the number dropped."""
         repo = self.repository(scope)
         dropped = 0
         with repo.lock:
-            cutoff = self.clock() - self.keep_seconds if self.keep_seconds else None
+            cutoff = self.clock() - self.max_age_seconds if self.max_age_seconds else None
             if cutoff is not None:
-                dropped += self._rebuild(scope, repo, functools.partial(_younger,
+                dropped += self._rebuild(scope, repo, functools.partial(_left_by_age,
                                                                         cutoff=cutoff))
                 repo = self.repository(scope)
             for _ in range(4):  # each round drops a larger share until it fits
@@ -700,7 +759,7 @@ class History:
                 if size <= self.max_bytes:
                     break
                 share = 1 - (self.max_bytes * 3 / 4) / size
-                dropped += self._rebuild(scope, repo, functools.partial(_oldest_dropped,
+                dropped += self._rebuild(scope, repo, functools.partial(_left_by_size,
                                                                         share=share))
                 repo = self.repository(scope)
         return dropped
@@ -710,24 +769,24 @@ class History:
         return _size(Path(self.repository(scope).git.path))
 
     def _rebuild(self, scope: Scope, repo: _Repo,
-                 keep: Callable[[list[Logged]], set[int]]) -> int:
-        """Make the history again from the changes `keep` keeps (indexes into them, oldest
-        first), in a new repository that replaces the old one (so nothing of the others
-        stays, packed or loose); the number of changes left out. Decided on the log held
-        in memory: the commits are read only when something goes. Finished or undone at
-        the next open if cut off (`_Repo`)."""
+                 left: Callable[[list[Logged]], set[int]]) -> int:
+        """Make the history again from the changes `left` returns (indexes into them,
+        oldest first), in a new repository that replaces the old one (so nothing of the
+        others stays, packed or loose); the number of changes left out. Decided on the log
+        held in memory: the commits are read only when something goes. Finished or undone
+        at the next open if cut off (`_Repo`)."""
         changes = repo.logged()[::-1]
-        kept_indexes = keep(changes)
-        if len(kept_indexes) == len(changes):
+        left_indexes = left(changes)
+        if len(left_indexes) == len(changes):
             return 0
-        kept = {changes[index].commit for index in kept_indexes}
+        left_commits = {changes[index].commit for index in left_indexes}
         where = Path(repo.git.path)
         rebuilt = where.with_name(where.name + ".rebuilt")
         _remove_tree(rebuilt)
         fresh = _Repo(rebuilt)
         replayed = 0
         for commit, data in repo.changes():
-            if str(commit.id) in kept:
+            if str(commit.id) in left_commits:
                 fresh.replay(commit, data)
                 replayed += 1
                 if replayed % BACKLOG_MAX == 0:  # a pack per so many: memory stays bounded
@@ -740,12 +799,12 @@ class History:
         _remove_tree(aside)
         with self._guard:
             self._repos[scope.directory] = _Repo(where, repo.lock)
-        return len(changes) - len(kept_indexes)
+        return len(changes) - len(left_indexes)
 
     # -- reading ----------------------------------------------------------------------
 
-    def log(self, scope: Scope, path: str | None = None, since: float | None = None,
-            limit: int = LOG_DEFAULT_LIMIT) -> list[dict[str, Any]]:
+    def log(self, scope: Scope, path: str | None, since: float | None,
+            limit: int) -> list[dict[str, Any]]:
         """The scope's changes, newest first: of `path` only, from `since` on."""
         self.flush()
         repo = self.repository(scope)
@@ -760,7 +819,7 @@ class History:
                         break
         return entries
 
-    def show(self, scope: Scope, path: str, revision: str) -> bytes | None:
+    def version(self, scope: Scope, path: str, revision: str) -> bytes | None:
         """The bytes `path` had at `revision`; None when history has no such version."""
         self.flush()
         repo = self.repository(scope)
@@ -773,3 +832,7 @@ class History:
                     assert isinstance(blob, pygit2.Blob)
                     return blob.data
         return None
+
+
+if TYPE_CHECKING:
+    _: type[VersionStore] = History  # mypy proves that History is one

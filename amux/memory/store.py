@@ -14,14 +14,11 @@ by two processes at once: that is what the exclusive root lock is for.
 from __future__ import annotations
 
 import builtins
-import errno
-import functools
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,26 +31,20 @@ from amux.errors import (
 )
 from amux.memory import doctor, documents, durable, fs, quota, read, rootlock, secretguard
 from amux.memory.cache import SearchCache
-from amux.memory.history import (
-    KEEP_PREFIX,
-    LOG_DEFAULT_LIMIT,
-    LOG_MAX_LIMIT,
-    NOBODY,
-    Author,
-    Change,
-    History,
-)
-from amux.memory.limits import (
-    LIST_DEFAULT_LIMIT,
-    LIST_MAX_LIMIT,
-    SCAN_MAX_DIR_ENTRIES,
-    SEGMENT_MAX_BYTES,
-)
+from amux.memory.limits import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, SCAN_MAX_DIR_ENTRIES
 from amux.memory.paths import LogicalPath, validate_path, validate_prefix
 from amux.memory.quota import ScopeUsage
 from amux.memory.revision import ABSENT, RecentRevisions, check_expected, revision_of
 from amux.memory.scope import GLOBAL, Scope
 from amux.memory.search import Clock, Query, Searcher, check_limit, parse_query, search
+from amux.memory.versions import (
+    LOG_DEFAULT_LIMIT,
+    LOG_MAX_LIMIT,
+    NOBODY,
+    Author,
+    Change,
+    VersionStore,
+)
 
 USAGE_TTL_SECONDS = 2.0
 """How long a scope's counted usage is trusted before a write re-counts it.
@@ -75,7 +66,7 @@ class Store:
         clock: Clock = time.monotonic,
         wall_clock: Callable[[], float] = time.time,
         cache: SearchCache | None = None,
-        history: History | None = None,
+        history: VersionStore | None = None,
     ) -> None:
         self.root = Path(root)
         self.history = history
@@ -100,6 +91,8 @@ class Store:
         except BaseException:
             self.close()
             raise
+        if history is not None:
+            history.attach(self._root_fd)
 
     @property
     def removed_temps(self) -> int:
@@ -232,7 +225,7 @@ class Store:
         wanted = check_expected(revision)
         if wanted == ABSENT:
             raise InvalidArgument("a revision is a SHA-256 of a version, not absent")
-        data = self._history().show(scope, logical.text, wanted)
+        data = self._history().version(scope, logical.text, wanted)
         if data is None:
             raise NotFound(f"{logical.text} has no revision {wanted} in history; "
                            "`amux memory log PATH` lists its versions")
@@ -260,8 +253,8 @@ class Store:
 
     def catch_up_history(self) -> int:
         """Record as hand edits what changed in every scope while history did not watch
-        (at the Hub's start), after the earlier versions a crash left kept beside their
-        documents; the number of changes recorded."""
+        (at the Hub's start), after the earlier versions a crash left kept; the number of
+        changes recorded."""
         history = self._history()
         recorded = 0
         for scope in self._scopes():
@@ -272,50 +265,10 @@ class Store:
                         read_back = found.read()
                         if read_back is not None:
                             documents[found.path] = read_back[0]
-                kept = _kept_versions(self.root.joinpath(*scope.directory))
-                recorded += history.catch_up(scope, documents, [(path, data) for path, data, _
-                                                                 in kept])
-                for _, _, file in kept:
-                    file.unlink(missing_ok=True)
+                recorded += history.catch_up(scope, documents)
         return recorded
 
-    def _keep(self, scope: Scope, logical: LogicalPath, parent: int,
-              old: bytes | None, revision: str) -> None:
-        """Before `old`, the document's bytes (at `revision`, checked), are replaced or
-        removed: a hard link to them beside it until history has them (`History.ensure`),
-        made durable by the write's own directory fsync; for a name too long to make one,
-        committed now (`History.keep`)."""
-        history = self.history
-        if history is None or old is None or history.holds(scope, logical.text, revision):
-            return
-        keep = f"{KEEP_PREFIX}{revision}-{logical.name}"
-        if len(os.fsencode(keep)) <= SEGMENT_MAX_BYTES:  # else no such name can exist
-            try:
-                os.link(logical.name, keep, src_dir_fd=parent, dst_dir_fd=parent,
-                        follow_symlinks=False)
-            except FileExistsError:
-                pass  # this very version, kept already
-            except OSError as error:
-                if error.errno not in _NO_LINKS:
-                    raise  # a full or read-only disk: the write itself would fail too
-                keep = ""
-            if keep:
-                history.ensure(scope, logical.text, old, revision,
-                               functools.partial(self._release, scope, logical, keep))
-                return
-        history.keep(scope, logical.text, old)
-
-    def _release(self, scope: Scope, logical: LogicalPath, keep: str) -> None:
-        """History has the version `keep` held: the link goes."""
-        with self._scope_dir(scope, create=False) as scope_fd:
-            if scope_fd is None:
-                return
-            with fs.opened(_existing_parent(scope_fd, logical)) as parent:
-                if parent is not None:
-                    with suppress(FileNotFoundError):
-                        os.unlink(keep, dir_fd=parent)
-
-    def _history(self) -> History:
+    def _history(self) -> VersionStore:
         if self.history is None:
             raise InvalidArgument("this Hub keeps no memory history")
         return self.history
@@ -363,7 +316,8 @@ class Store:
                     parent = fs.open_dirs(scope_fd, logical.parents, logical.text, create=True)
                     assert parent is not None
                     stack.callback(os.close, parent)
-                self._keep(scope, logical, parent, old, expected)
+                if self.history is not None and old is not None:
+                    self.history.keep(scope, logical, parent, old, expected)
                 durable.write_atomic_at(parent, logical.name, data)
             revision = revision_of(data)
             if self.history is not None:
@@ -390,7 +344,8 @@ class Store:
                 if parent is None or current is None:
                     return absent
                 self._check_revision(scope, logical, expected, current[0])
-                self._keep(scope, logical, parent, current[0], expected)
+                if self.history is not None:
+                    self.history.keep(scope, logical, parent, current[0], expected)
                 durable.unlink_at(parent, logical.name)
                 self._recent.remember((scope.binding, logical.text), None)
                 if self.history is not None:
@@ -537,34 +492,6 @@ def _count(scope_fd: int | None) -> ScopeUsage:
         usage.documents += 1
         usage.bytes += size
     return usage
-
-
-_NO_LINKS = frozenset({errno.EPERM, errno.EMLINK, errno.ENOTSUP, errno.EOPNOTSUPP,
-                       errno.EXDEV})
-"""A file system that makes no hard link here (`Store._keep` then commits instead)."""
-
-
-def _kept_versions(scope_dir: Path) -> list[tuple[str, bytes, Path]]:
-    """The earlier versions a crash left kept beside their documents (`Store._keep`):
-    (the document's path, the kept bytes, the link), never following a link."""
-    found = []
-    for here, _, names in os.walk(scope_dir):
-        for name in names:
-            if not name.startswith(KEEP_PREFIX) or len(name) < len(KEEP_PREFIX) + 66:
-                continue
-            file = Path(here, name)
-            try:
-                fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-            except OSError:
-                continue
-            with os.fdopen(fd, "rb") as handle:
-                if not stat.S_ISREG(os.fstat(fd).st_mode):
-                    continue
-                data = handle.read()
-            folder = os.path.relpath(here, scope_dir)
-            document = name[len(KEEP_PREFIX) + 65:]
-            found.append((document if folder == "." else f"{folder}/{document}", data, file))
-    return found
 
 
 def _prefix(path_prefix: object) -> tuple[str, ...]:

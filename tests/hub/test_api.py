@@ -12,15 +12,16 @@ from amux.hub.api import HubApi, Request, Response
 from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
 from amux.memory import Store
-from amux.memory.history import History
 from amux.memory.scope import Identity, resolve_scope
+from amux.memory.versions import VersionStore
+from tests.memory.versions_in_memory import InMemory
 
 
 class Hub:
     """A HubApi with an owner, alice and bob, memory on (and `history`, when given), and
     helpers to call it."""
 
-    def __init__(self, home: Path, history: History | None = None) -> None:
+    def __init__(self, home: Path, history: VersionStore | None = None) -> None:
         self.config = ConfigFile(home)
         self.config.set("memory.enabled", "true")
         self.registry = Registry(home)
@@ -327,3 +328,14 @@ def test_an_operation_without_a_handler_cannot_be_added_and_unknown_ones_delete_
         assert _code(refused) == "invalid_argument", name
         assert "unknown memory operation" in refused.json()["error"]["message"]
     assert hub.call("/v1/memory/get", hub.alice, {"path": "a.md"}).json()["content"] == "kept\n"
+
+
+def test_the_hub_sets_historys_limits_from_its_config_at_start_and_on_reload(
+        tmp_path: Path) -> None:
+    engine = InMemory()
+    hub = Hub(tmp_path, history=engine)
+    assert (engine.max_bytes, engine.max_age_seconds) == (256 * 1024 * 1024, 365 * 86400)
+    hub.config.set("history.max_mib", "64")
+    hub.config.set("history.keep_days", "0")
+    hub.api.reload()
+    assert (engine.max_bytes, engine.max_age_seconds) == (64 * 1024 * 1024, 0)

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from amux.memory import GLOBAL, Store
-from amux.memory.history import PACKS_MAX, Author, History
+from amux.memory.history import PACKS_MAX, History
 from amux.memory.revision import ABSENT, revision_of
+from amux.memory.versions import Author
 
 ALICE = Author("alice", "codex", "20261202-161500-abcdef")
 PATHS = ["a.md", "a-b.md", "a/x.md", "a/b/y.md", "a/b/c/z.md", "ab.md", "b/a.md"]

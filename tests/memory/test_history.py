@@ -13,8 +13,9 @@ from hypothesis import strategies as st
 
 from amux.errors import NotFound, RevisionConflict, SecretDetected
 from amux.memory import GLOBAL, Scope, Store
-from amux.memory.history import Author, History
+from amux.memory.history import History
 from amux.memory.revision import ABSENT, revision_of
+from amux.memory.versions import Author
 
 ALICE = Author("alice", "claude", "20261202-101500-abcdef")
 
@@ -208,7 +209,7 @@ def test_a_purge_cut_off_midway_is_finished_or_undone_at_the_next_open(
 
 def test_retention_drops_old_versions_but_never_the_newest_of_anything(home: Path) -> None:
     now = [1_800_000_000.0]
-    history = History(home / "history", clock=lambda: now[0], keep_seconds=30 * 86400)
+    history = History(home / "history", clock=lambda: now[0], max_age_seconds=30 * 86400)
     with Store(home / "memory", exclusive=True, history=history,
                wall_clock=lambda: now[0]) as store:
         revision = ABSENT

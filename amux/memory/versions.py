@@ -1,0 +1,113 @@
+"""What the store and the Hub need of memory history: the `VersionStore` interface and
+the changes it records (docs/store.md "History").
+
+`history.History` (a git repository per scope) implements it; another engine may, so
+the store and the Hub name only this.
+"""
+
+from __future__ import annotations
+
+from amux.typing_light import NamedTuple, Protocol
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from amux.memory.paths import LogicalPath
+    from amux.memory.scope import Scope
+
+OPERATIONS = ("create", "update", "forget", "restore", "hand edit")
+HAND_EDIT = "hand edit"
+LOG_DEFAULT_LIMIT = 50
+LOG_MAX_LIMIT = 10_000
+
+
+class Author(NamedTuple):
+    """Who made a change: the principal, and for a launched agent its name and session."""
+
+    principal: str | None
+    agent: str | None = None
+    session: str | None = None
+
+
+NOBODY = Author(None)
+"""The author of a hand edit: found on disk, made by no principal through the Hub."""
+
+
+class Change(NamedTuple):
+    """One change of one document, as the store made it."""
+
+    operation: str
+    """One of `OPERATIONS`."""
+    path: str
+    data: bytes | None
+    """The document's bytes after the change; None: it is gone (forget)."""
+    author: Author
+    at: float
+    """Wall-clock seconds."""
+    revision: str | None = None
+    """`data`'s revision when the caller has it already (else hashed when recorded)."""
+
+
+class VersionStore(Protocol):
+    """Every version of every scope's documents, who made it, and a way back; safe for
+    many threads. The store calls `keep`, `record`, `catch_up` and `purge` holding the
+    scope's write lock."""
+
+    @property
+    def max_bytes(self) -> int:
+        """The most bytes a scope's history takes (retention drops its oldest past it)."""
+        ...
+
+    def set_limits(self, max_bytes: int, max_age_seconds: float) -> None:
+        """Retention: at most `max_bytes` per scope, no version older than
+        `max_age_seconds` (0: none dropped for its age) but each document's newest."""
+        ...
+
+    def attach(self, memory_root: int) -> None:
+        """The memory root (an open directory) whose documents these are, once, by the
+        store that opens it; the versions `keep` holds beside documents are below it."""
+        ...
+
+    def keep(self, scope: Scope, logical: LogicalPath, directory: int, current: bytes,
+             revision: str) -> None:
+        """Before the document (in the open `directory`) is replaced or removed: its
+        `current` bytes, at `revision`, are kept until history has them. Anything made in
+        `directory` is durable with the write's own fsync of it."""
+        ...
+
+    def record(self, scope: Scope, change: Change) -> None:
+        """A change the store made (durably, already); it may be committed later."""
+        ...
+
+    def catch_up(self, scope: Scope, documents: Mapping[str, bytes]) -> int:
+        """Record as hand edits how the scope's `documents` (path → bytes, all of them)
+        differ from its history, after the versions `keep` held that a crash left; the
+        number recorded."""
+        ...
+
+    def log(self, scope: Scope, path: str | None, since: float | None,
+            limit: int) -> list[dict[str, Any]]:
+        """The scope's changes, newest first: of `path` only, from `since` on; each as
+        docs/wire.md's log shows it (at, path, operation, revision, bytes, principal,
+        agent, session, commit)."""
+        ...
+
+    def version(self, scope: Scope, path: str, revision: str) -> bytes | None:
+        """The bytes `path` had at `revision`; None when history has no such version."""
+        ...
+
+    def purge(self, scope: Scope, path: str, revision: str | None,
+              current: bytes | None) -> int:
+        """Remove `path`'s version `revision`, or (None) every version of it but its
+        `current` bytes, leaving nothing of them; the number of changes removed."""
+        ...
+
+    def size(self, scope: Scope) -> int:
+        """Bytes the scope's history takes."""
+        ...
+
+    def close(self) -> None:
+        """Record what is waiting, then release everything held."""
+        ...
