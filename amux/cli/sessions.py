@@ -43,9 +43,8 @@ def sessions_main(argv: list[str]) -> int:
 
 def _list(args: Any) -> Any:
     from amux.launcher import state
-    from amux.launcher.run import session_summary
 
-    return {"sessions": [_with_started(session_summary(s))
+    return {"sessions": [_with_started(s.summary())
                          for s in state.listing(amux_home(), _warn)]}
 
 

@@ -17,7 +17,7 @@ import sys
 from amux.client.args import Arg, Command, Parser, UsageError
 from amux.client.connection import find_connection
 from amux.client.transport import HubClient
-from amux.client.wire import encode
+from amux.encoding import encode
 from amux.errors import AmuxError, InvalidArgument, NotFound, NotUtf8
 
 TYPE_CHECKING = False  # `typing` is not imported at run time: see connection.py

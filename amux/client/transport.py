@@ -17,7 +17,7 @@ import json
 import sys
 
 from amux.client.connection import Connection
-from amux.client.wire import encode
+from amux.encoding import encode
 from amux.errors import AmuxError, HubUnreachable, InternalError, from_wire
 
 TYPE_CHECKING = False

@@ -216,7 +216,7 @@ def agent_version(home: Path, adapter: Adapter, executable: str,
     if adapter.version_args is None:
         return None
     if home.is_dir():
-        from amux.launcher.run import cached_version
+        from amux.launcher.versions import cached_version
 
         with _PROCESSES:
             return cached_version(home, adapter, executable)

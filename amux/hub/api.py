@@ -59,7 +59,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from amux.client.wire import encode
+from amux.encoding import encode
 from amux.errors import (
     AmuxError,
     Forbidden,

@@ -15,8 +15,8 @@ from typing import Any
 import tomlkit
 from tomlkit.exceptions import TOMLKitError
 
+from amux.durable import write_file_atomic
 from amux.errors import InvalidArgument
-from amux.memory.durable import write_file_atomic
 
 CONFIG_NAME = "config.toml"
 

@@ -33,7 +33,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from amux.hub.pidfile import ProcessId
+    from amux.pidfile import ProcessId
 
 READY_TIMEOUT = 20.0
 KILL_SECONDS = 5.0
@@ -128,7 +128,7 @@ def stop(home: Path) -> dict[str, Any]:
     start time). A Hub still there after `STOP_SECONDS` is killed: a stop never
     leaves a Hub that stopped serving but still holds its memory root.
     """
-    from amux.hub import pidfile
+    from amux import pidfile
 
     current = status(home)
     if current.get("running"):
@@ -150,7 +150,7 @@ def stop(home: Path) -> dict[str, Any]:
 
 def _signal_and_wait(hub: ProcessId, signum: int, seconds: float) -> bool:
     """Send `signum` to the recorded Hub; True once it is gone (a zombie counts as gone)."""
-    from amux.hub import pidfile
+    from amux import pidfile
 
     deadline = time.monotonic() + seconds
     if pidfile.alive(hub):

@@ -24,7 +24,7 @@ from http import HTTPStatus
 
 import h11
 
-from amux.client.wire import encode
+from amux.encoding import encode
 from amux.errors import AmuxError, InvalidArgument, QuotaExceeded
 
 MAX_BODY_BYTES = 1024 * 1024

@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from amux.durable import write_file_atomic
 from amux.errors import BindingMismatch, InvalidArgument, Unauthenticated
 from amux.faults import storage_faults
-from amux.memory.durable import write_file_atomic
 from amux.memory.scope import PRINCIPAL_ID, Scope
 
 IDENTITIES_NAME = "identities.json"

@@ -14,7 +14,7 @@ def owner_socket_path(home: Path) -> Path:
     The fallback is `<temp>/amux-<uid>/<digest of home>.sock`, where `<temp>` is the
     first of `$TMPDIR`, `$TEMP`, `$TMP` that is a directory, else `/tmp`, with its
     symlinks resolved (macOS's `/var/folders/…` runs through the `/var` link; the Hub
-    refuses a socket path with a symlink on it, `amux.hub.sockdir`). Not
+    refuses a socket path with a symlink on it, `amux.sockdir`). Not
     `tempfile.gettempdir()`: it probes by writing files and may fall back to the
     current directory, so the Hub and a client could disagree, or the socket land
     in a directory someone else controls.

@@ -10,7 +10,7 @@ Layout under `<AMUX_HOME>`: `run/` (0700) holds `hub.sock` (or a short fallback
 path when that is too long for a Unix socket) and `hub.pid`; `credentials/owner.json`
 (0600) is the owner's connection config (SPEC Appendix A), created on first start.
 
-Every socket directory is created or verified by `amux.hub.sockdir` before a
+Every socket directory is created or verified by `amux.sockdir` before a
 bind (a directory someone else controls would let them listen in the Hub's
 place). With `listeners.shared_socket` set, a second socket (mode 0666, in a
 directory of the Hub's, at most 0755) serves isolated runs: every request there
@@ -35,17 +35,16 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from amux import __version__
+from amux import __version__, pidfile, sockdir
+from amux.durable import write_file_atomic
 from amux.errors import AmuxError, InvalidArgument
 from amux.faults import storage_error
-from amux.hub import pidfile, sockdir
 from amux.hub.api import HubApi
 from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
 from amux.hub.loop import EventLoop, Listener, connection_cap
 from amux.hub.paths import owner_socket_path, pid_path
 from amux.hub.searcher import SearchProcess
-from amux.memory.durable import write_file_atomic
 from amux.memory.history import History
 from amux.memory.store import Store
 from amux.memory.versions import VersionStore

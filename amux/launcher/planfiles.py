@@ -12,8 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from amux.adapters.base import PlanFile
+from amux.durable import write_file_atomic
 from amux.errors import InternalError
-from amux.memory.durable import write_file_atomic
 
 
 def write(files: Sequence[PlanFile]) -> None:

@@ -25,9 +25,9 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from amux.durable import write_file_atomic
 from amux.launcher.supervise import RunAs
 from amux.launcher.userfiles import UserFiles
-from amux.memory.durable import write_file_atomic
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -37,12 +36,11 @@ from amux.adapters.base import (
 from amux.adapters.fallback import FallbackAdapter
 from amux.errors import AmuxError, InternalError, InvalidArgument
 from amux.faults import local_fault
-from amux.launcher import rundirs, session_watch, state, wiring
+from amux.launcher import rundirs, session_watch, state, versions, wiring
 from amux.launcher.probe import SystemProbe
 from amux.launcher.supervise import RunAs
 from amux.launcher.userfiles import UserFiles
 from amux.materializer.target import Target, isolated_env
-from amux.memory.durable import write_file_atomic
 from amux.protocol import render
 from amux.typing_light import NamedTuple
 
@@ -50,7 +48,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-VERSION_TIMEOUT_SECONDS = 10.0
 
 
 class RunRequest(NamedTuple):
@@ -198,49 +195,6 @@ def _executable(agent: str) -> str:
                               "not an executable path); install it (e.g. `npm ci --prefix "
                               "fixtures/npm` in an amux checkout) or give its path")
     return os.path.abspath(found) if os.sep in agent else found
-
-
-def cached_version(home: Path, adapter: Adapter, executable: str,
-                   env: Mapping[str, str] | None = None,
-                   run_as: RunAs | None = None) -> str | None:
-    """The agent's version as its adapter reads it, remembered per binary (path, size,
-    mtime): a Node CLI takes a few hundred ms to say it, and every launch records it.
-    Asked with `env` (default ours), as `run_as` (an isolated run's target: the agent
-    may read its config and cwd to answer, which are the target's)."""
-    if adapter.version_args is None:
-        return None
-    real = os.path.realpath(executable)
-    try:
-        st = os.stat(real)
-    except OSError:
-        return None
-    key = f"{real}:{st.st_size}:{st.st_mtime_ns}"
-    cache_path = home / "cache" / "agent-versions.json"
-    try:
-        cache = json.loads(cache_path.read_text())
-    except (OSError, ValueError):
-        cache = {}
-    if isinstance(cache, dict) and isinstance(cache.get(key), str):
-        return str(cache[key])
-    try:
-        done = subprocess.run([executable, *adapter.version_args], capture_output=True,
-                              text=True, timeout=VERSION_TIMEOUT_SECONDS,
-                              stdin=subprocess.DEVNULL,
-                              env={**(os.environ if env is None else env), **adapter.probe_env},
-                              user=None if run_as is None else run_as.uid,
-                              group=None if run_as is None else run_as.gid,
-                              extra_groups=None if run_as is None else list(run_as.groups))
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    version = adapter.version(done.returncode, done.stdout, done.stderr)
-    if not version:
-        return None
-    cache = {k: v for k, v in (cache.items() if isinstance(cache, dict) else ())
-             if not k.startswith(f"{real}:")}
-    cache[key] = version
-    cache_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    write_file_atomic(cache_path, json.dumps(cache, indent=1).encode() + b"\n")
-    return version
 
 
 def _agent_dir(home: Path, session_id: str, target: Target | None) -> Path:
@@ -441,7 +395,7 @@ def _prepare(home: Path, request: RunRequest, client: Path,
                         env={"AMUX_MEMORY_CONFIG": str(run_dir.config)},
                         bin_dir=str(run_dir.bin_dir))
     if new and not request.dry_run:  # asked as the agent will run
-        session = session._replace(adapter_version=cached_version(
+        session = session._replace(adapter_version=versions.cached_version(
             home, adapter, executable, base_env, _run_as(target)))
     if endpoint is not None and endpoint.key_env and endpoint.key_env not in base_env:
         raise InvalidArgument(f"--endpoint-key-env {endpoint.key_env}: it is "
@@ -688,10 +642,3 @@ def _learn_session(home: Path, session: state.SessionState, watch: session_watch
                                warnings=(*session.warnings, *([warning] if warning else [])))
     state.save(home, learned)
     return learned
-
-
-def session_summary(session: state.SessionState) -> dict[str, Any]:
-    data = session._asdict()
-    for key in ("protocol", "instructions"):
-        data.pop(key)
-    return data

@@ -16,7 +16,7 @@ The runs root of isolated runs is outside the owner's 0700 home (`AMUX_RUNS_DIR`
 default `/var/lib/amux/runs`), so the target reaches its own directory and nothing
 else; its copy of the client runs with the target's `python3` (3.9 or newer) without
 access to the amux installation. Both roots are created or verified before use as the
-Hub's socket directories are (`amux.hub.sockdir`): reached through no link, owned by the
+Hub's socket directories are (`amux.sockdir`): reached through no link, owned by the
 launching user (root, for isolated runs) and writable by nobody else, nor anything above
 them but root, us, or a sticky directory; anything else is refused, naming the fix.
 Below a verified root only the launcher can rename or create, so it works there by path;
@@ -25,7 +25,7 @@ the target's own `memory` directory is handed over last, when everything in it i
 `launcher.pid` has the launcher's pid and start time, `token.json` the principal and
 token id (no secret), whether the launcher's principal delegated it to itself (`self`:
 only that principal may revoke it) and when it expires. "Gone" is judged by pid *and*
-start time (`amux.hub.pidfile`): a reused pid or an unreaped zombie does not keep a dead
+start time (`amux.pidfile`): a reused pid or an unreaped zombie does not keep a dead
 launcher's token alive.
 """
 
@@ -35,9 +35,9 @@ import json
 import os
 from pathlib import Path
 
+from amux import pidfile
+from amux.durable import write_file_atomic
 from amux.errors import AmuxError, InvalidArgument
-from amux.hub import pidfile
-from amux.memory.durable import write_file_atomic
 from amux.typing_light import NamedTuple
 
 CONFIG_NAME = "memory.json"
@@ -182,7 +182,7 @@ def _remove_at(parent: int, name: str, depth: int) -> None:
 def verified(root: Path, *, isolated: bool) -> None:
     """Create or verify a runs root (module docstring); `invalid_argument` naming what is
     wrong and the fix. An isolated runs root must be traversable by the target users."""
-    from amux.hub import sockdir
+    from amux import sockdir
 
     if isolated:
         elsewhere = ("set AMUX_RUNS_DIR to a directory of root's that other users can "

@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from amux.adapters.base import without_userinfo
+from amux.durable import write_file_atomic
 from amux.errors import AmuxError, InvalidArgument
-from amux.memory.durable import write_file_atomic
 from amux.typing_light import NamedTuple
 
 TYPE_CHECKING = False
@@ -60,6 +60,13 @@ class SessionState(NamedTuple):
     """`amux run --endpoint`: url (without a user and password), model, api, key_env (the
     variable's name, never the key), `credentials: true` when the URL had a user and
     password (`frozen_endpoint`); reused on resume; None: the agent's own configured model."""
+
+    def summary(self) -> dict[str, Any]:
+        """The state without its long texts (protocol, instructions): `amux sessions list`."""
+        data = self._asdict()
+        for key in ("protocol", "instructions"):
+            data.pop(key)
+        return data
 
 
 def sessions_dir(home: Path) -> Path:

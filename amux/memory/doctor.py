@@ -31,7 +31,7 @@ import unicodedata
 from collections import Counter, defaultdict
 from typing import Any
 
-from amux.client.wire import encoded_size
+from amux.encoding import encoded_size
 from amux.memory import markdown, similarity
 from amux.memory.documents import Collected, Document
 from amux.memory.frontmatter import front_matter

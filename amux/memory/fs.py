@@ -3,7 +3,7 @@
 Every path below the memory root is resolved one segment at a time with `openat`
 and `O_NOFOLLOW`, so a symlink anywhere on the way is refused at the moment of use
 rather than by a check-then-open that an attacker could race. Durable writes
-go through `amux.memory.durable`.
+go through `amux.durable`.
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from amux.durable import TEMP_PREFIX
 from amux.errors import InvalidPath
-from amux.memory.durable import TEMP_PREFIX
 from amux.memory.paths import segment_problem
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from amux.client.wire import encoded_size
+from amux.encoding import encoded_size
 from amux.errors import InvalidArgument, NotUtf8
 from amux.memory.limits import RESPONSE_MAX_BYTES, STALE_AFTER_SECONDS
 from amux.memory.lines import char_start, is_char_boundary, line_count

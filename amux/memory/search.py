@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from amux.client.wire import encoded_size
+from amux.encoding import encoded_size
 from amux.errors import InvalidArgument, InvalidPath
 from amux.memory import fs
 from amux.memory.cache import CachedDocument, SearchCache, TermMatch, stat_key

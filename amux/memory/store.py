@@ -5,7 +5,7 @@ the same root fails clearly). Every operation takes a `Scope` from
 `amux.memory.scope.resolve_scope`, never a caller's string. Writes are conditional
 on the SHA-256 revision and serialized per scope by a lock; reads take no lock,
 since documents are only ever replaced by an atomic rename. Responses are the
-dicts of SPEC Appendix A, ready for `amux.client.wire.encode`.
+dicts of SPEC Appendix A, ready for `amux.encoding.encode`.
 
 The store is safe for many threads of one process. It is not meant to be written
 by two processes at once: that is what the exclusive root lock is for.
@@ -22,6 +22,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+from amux import durable
 from amux.errors import (
     InvalidArgument,
     InvalidPath,
@@ -29,7 +30,7 @@ from amux.errors import (
     NotUtf8,
     RevisionConflict,
 )
-from amux.memory import doctor, documents, durable, fs, quota, read, rootlock, secretguard
+from amux.memory import doctor, documents, fs, quota, read, rootlock, secretguard
 from amux.memory.cache import SearchCache
 from amux.memory.limits import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, SCAN_MAX_DIR_ENTRIES
 from amux.memory.paths import LogicalPath, validate_path, validate_prefix

@@ -161,7 +161,7 @@ def test_prune_removes_old_and_unresumable_sessions_and_says_why(tmp_path: Path)
 def test_prune_keeps_a_session_whose_launcher_still_runs(tmp_path: Path) -> None:
     import os
 
-    from amux.hub import pidfile
+    from amux import pidfile
 
     home = tmp_path / "amux"
     running = saved(home, 1_000_000_000.0, BINDING, False)

@@ -1,4 +1,4 @@
-"""The Hub binds sockets only in directories it created or verified (`amux.hub.sockdir`).
+"""The Hub binds sockets only in directories it created or verified (`amux.sockdir`).
 
 Real Hub processes, and a real second Unix user as the attacker who prepares a
 directory before the Hub starts. The fallback socket directory lives under a

@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from amux import pidfile
 from amux.client.connection import Connection, owner_config_path, read_config
-from amux.hub import pidfile
 from amux.launcher import rundirs, wiring
 from tests.hostile import fill, small_tmpfs
 from tests.hubproc import HubProcess

@@ -125,7 +125,7 @@ def test_an_agents_version_is_cached_whichever_stream_prints_it(
     """Pi prints `--version` on stderr when stdin is no terminal; it was never cached, so
     every launch paid ~0.9 s for it again."""
     from amux.adapters import ADAPTERS
-    from amux.launcher.run import cached_version
+    from amux.launcher.versions import cached_version
 
     calls = tmp_path / "calls"
     agent = tmp_path / "pi"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from amux.client.wire import encoded_size
+from amux.encoding import encoded_size
 from amux.memory import GLOBAL, Store, doctor, documents
 
 NOW = 1_800_000_000.0

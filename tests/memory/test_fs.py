@@ -6,8 +6,8 @@ import os
 import stat
 from pathlib import Path
 
+from amux.durable import TEMP_PREFIX, write_file_atomic
 from amux.memory import fs
-from amux.memory.durable import TEMP_PREFIX, write_file_atomic
 
 
 def test_write_file_atomic_replaces_with_private_mode(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from amux.client.wire import encode
+from amux.encoding import encode
 from amux.errors import InvalidArgument, NotUtf8
 from amux.memory import Scope, Store
 from amux.memory.lines import line_count

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from amux.client.wire import encode
+from amux.encoding import encode
 from amux.errors import InvalidArgument
 from amux.memory import Scope, Store
 from amux.memory.limits import MIB

@@ -10,7 +10,7 @@ import time
 import psutil
 import pytest
 
-from amux.hub import pidfile
+from amux import pidfile
 
 
 def test_the_proc_reading_is_psutils_create_time() -> None:

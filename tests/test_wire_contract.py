@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 
 from amux import errors
-from amux.client.wire import encode, encoded_size
+from amux.encoding import encode, encoded_size
 from amux.errors import ERROR_TABLE, from_wire
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_an_error_from_the_wire_is_its_codes_class() -> None:
@@ -76,7 +76,7 @@ def test_the_documented_error_table_is_the_one_in_the_code() -> None:
 
     from amux.errors import ERROR_TABLE
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "wire.md").read_text()
+    text = (Path(__file__).resolve().parents[1] / "docs" / "wire.md").read_text()
     table = text.split("<!-- error-table -->", 1)[1].split("\n\n", 1)[0]
     documented = {code: (None if http == "—" else int(http), int(exit_))
                   for code, http, exit_ in re.findall(

@@ -1,12 +1,12 @@
-"""How Appendix A's JSON is encoded on the wire (`encode`, `encoded_size`); its errors
-are `amux.errors`.
+"""How Appendix A's JSON is encoded (`encode`, `encoded_size`): what the Hub answers, the
+CLI prints and the store counts against its budgets; its errors are `amux.errors`.
 """
 
 from __future__ import annotations
 
 import json
 
-TYPE_CHECKING = False  # `typing` is not imported at run time: see connection.py
+TYPE_CHECKING = False  # `typing` is not imported at run time: the client starts fast
 if TYPE_CHECKING:
     from typing import Any
 
