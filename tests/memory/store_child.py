@@ -83,7 +83,7 @@ def _block_forever() -> None:
 
 def _install_crash_point(point: str, count: int) -> None:
     """Intercept the `count`-th store call of the kind `point` names (see module doc)."""
-    from amux.memory import durable
+    from amux import durable
 
     seen = 0
 
