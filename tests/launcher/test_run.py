@@ -32,8 +32,11 @@ if sys.argv[1:] == ["--version"]:
     sys.exit(0)
 record = {{"argv": sys.argv[1:], "env": {{k: v for k, v in os.environ.items()
           if k.startswith(("AMUX_", "CLAUDE_")) or k == "PATH"}}}}
-{keeps_session}
 action = os.environ.get("FAKE_AGENT_ACTION", "")
+if action == "tree":  # what is there as it starts (its run directory goes when it exits)
+    record["tree"] = subprocess.run(json.loads(os.environ["FAKE_AGENT_TREE"]),
+                                    capture_output=True, text=True).stdout
+{keeps_session}
 if action == "upsert":
     done = subprocess.run(["amux", "memory", "upsert", "notes/agent.md",
                            "--expected-revision", "absent"], input=b"written by the agent\\n",
@@ -72,7 +75,7 @@ class Launcher:
         self.bin = tmp_path / "agents"
         self.bin.mkdir()
         self.log = tmp_path / "agent.log"
-        for name in ("pi", "claude", "codex", "my-agent"):
+        for name in ("pi", "claude", "codex", "gemini", "my-agent"):
             script = self.bin / name
             script.write_text(FAKE_AGENT.format(python=sys.executable,
                                                 keeps_session=KEEPS_SESSION))
@@ -122,30 +125,78 @@ def test_dry_run_prints_the_plan_and_starts_nothing(hub: HubProcess,
     assert plan["channel"] == "cli" and plan["binding"] == "global"
     assert plan["argv"][0].endswith("/pi") and plan["argv"][-2:] == ["-p", "hello"]
     assert "amux memory protocol v1 (CLI)" in plan["instructions"]
-    assert plan["env"] == {"AMUX_MEMORY_CONFIG": plan["files"][1]}
+    assert plan["env"] == {"AMUX_MEMORY_CONFIG": plan["run_dir"] + "/memory.json"}
+    assert plan["env"]["AMUX_MEMORY_CONFIG"] in plan["files"]
     assert not launcher.log.exists() and launcher.sessions() == []
     assert not (hub.home / "run" / "agents").exists()
 
 
-def test_the_files_a_dry_run_lists_are_the_ones_the_launch_writes(
-        hub: HubProcess, launcher: Launcher) -> None:
-    enable(hub)
-    plan = json.loads(launcher.run("--dry-run", "pi", "--", "-p", "x").stdout)
-    assert [entry["path"] for entry in plan["writes"]] == plan["files"]
-    done = launcher.run("pi", "--", "-p", "x", env={
-        "FAKE_AGENT_ACTION": "files", "FAKE_AGENT_FILES": json.dumps(plan["files"]),
-        "FAKE_AGENT_DRY_SESSION": plan["session"]})
+def find(*roots: Path) -> list[str]:
+    """`find` listing every path under `roots` (links not followed): kind, mode, path."""
+    return ["find", *map(str, roots), "-mindepth", "1", "-printf", "%y %m %p\\n"]
+
+
+NOT_THE_LAUNCHS = ("cache", "history")
+"""What AMUX_HOME holds that a launch does not write: the launcher's caches (the agent's
+version, the hooks' answers: a dry run neither reads nor writes them) and the Hub's memory
+history (the Hub's own, written when it likes)."""
+
+
+def tree(listing: str, home: Path) -> dict[str, tuple[str, str]]:
+    """`find`'s listing as {path: (kind: d, f or l, mode)}, without `NOT_THE_LAUNCHS`."""
+    others = tuple(f"{home}/{name}" for name in NOT_THE_LAUNCHS)
+    return {path: (kind, mode) for kind, mode, path in
+            (line.split(" ", 2) for line in listing.splitlines())
+            if path not in others and not path.startswith(tuple(f"{o}/" for o in others))}
+
+
+KINDS = {"dir": "d", "mirror": "d", "file": "f", "link": "l", "copy": "f"}
+
+
+@pytest.mark.parametrize("agent", ["pi", "gemini", "claude"])
+def test_a_dry_run_lists_exactly_what_the_launch_then_creates(
+        hub: HubProcess, launcher: Launcher, tmp_path: Path, agent: str) -> None:
+    """Both ways: every path the launch creates (in AMUX_HOME, the user's home, the cwd) is
+    in the dry run's `writes`, and each of those is there, of its kind and mode, while the
+    agent runs. Pi has plan files, Gemini mirrors too; Claude runs without memory (memory
+    off). The launcher's caches (the agent's version, the hooks' answers) are not the
+    launch's: a dry run neither reads nor writes them."""
+    if agent != "claude":
+        enable(hub)
+    user, work = tmp_path / "user", tmp_path / "work"
+    (user / ".gemini").mkdir(parents=True)
+    (user / "notes.txt").write_text("the user's own\n")
+    work.mkdir()
+    roots = (hub.home, user, work)
+    before = tree(subprocess.run(find(*roots), capture_output=True, text=True,
+                                 check=True).stdout, hub.home)
+    done = launcher.run("--dry-run", agent, "--", "-p", "x", env={"HOME": str(user)},
+                        cwd=work)
     assert done.returncode == 0, done.stderr
-    seen = launcher.records()[0]["files"]
+    dry = json.loads(done.stdout)
+    assert tree(subprocess.run(find(*roots), capture_output=True, text=True,
+                               check=True).stdout, hub.home) == before  # it wrote nothing
+    done = launcher.run(agent, "--", "-p", "x", cwd=work, env={
+        "HOME": str(user), "FAKE_AGENT_ACTION": "tree",
+        "FAKE_AGENT_TREE": json.dumps(find(*roots))})
+    assert done.returncode == 0, done.stderr
+    during = tree(launcher.records()[0]["tree"], hub.home)
     [session] = launcher.sessions()
-    expected = {entry["path"].replace(plan["session"], session.name):
-                [oct(int(entry["mode"], 8)), False] if entry["mode"] else [None, True]
-                for entry in plan["writes"]}
-    assert seen.keys() == expected.keys()  # all of them, written before the agent starts
-    for path, (mode, link) in expected.items():
-        assert seen[path][1] == link and (mode is None or seen[path][0] == mode), path
-    assert all(entry["owner"] == "launcher" for entry in plan["writes"])
-    assert plan["run_dir"] is not None and plan["run_dir"].endswith(plan["session"])
+    writes = {entry["path"].replace(dry["session"], session.name): entry
+              for entry in dry["writes"]}
+    assert [entry["path"] for entry in dry["writes"]] == dry["files"]
+    mirrors = tuple(path + "/" for path, entry in writes.items()
+                    if entry.get("kind") == "mirror")
+    created = sorted(path for path in during.keys() - before.keys()
+                     if path not in writes and not path.startswith(mirrors))
+    assert created == [], "created, not in the dry run"
+    missing = sorted(path for path in writes if path not in during)
+    assert missing == [], "in the dry run, not created"
+    for path, entry in writes.items():
+        mode = entry["mode"] and entry["mode"].removeprefix("0")
+        assert during[path] == (KINDS[entry["kind"]], mode or "777"), path
+        assert entry["owner"] == "launcher"
+    assert (dry["run_dir"] is not None) == (agent != "claude")
 
 
 def test_a_launch_wires_memory_freezes_state_and_cleans_up(hub: HubProcess,
