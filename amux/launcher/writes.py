@@ -1,7 +1,7 @@
-"""What a launch creates, as data: each writer of `amux run` makes its paths from its own
-list of `Write`s (`state.writes`, `rundirs.writes`), or from the plan the `Write`s are
-read from (`planfiles.written`, `mirrors.written`), and `--dry-run` prints the same list
-(`Launch.writes`)."""
+"""What a launch creates, as data: the writers `apply` calls make their paths from the
+`Write`s that list them (`state.writes`, `rundirs.writes`, and `mirrors.written` and
+`planfiles.written` for the plan's mirrors and files), and `--dry-run` prints the same
+`Write`s (`Launch.writes`)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ class Write(NamedTuple):
 
     @property
     def bits(self) -> int:
+        """`mode`, of a path that has one."""
         assert self.mode is not None, self  # only a link has none
         return self.mode
 

@@ -45,14 +45,6 @@ if action == "upsert":
                         "err": done.stderr.decode()}}
     record["which"] = subprocess.run(["which", "amux"], capture_output=True,
                                      text=True).stdout.strip()
-if action == "files":  # what exists of a dry run's files, named for this session
-    session = os.path.basename(os.path.dirname(sys.argv[sys.argv.index("--session") + 1]))
-    record["files"] = {{}}
-    for path in json.loads(os.environ["FAKE_AGENT_FILES"]):
-        path = path.replace(os.environ["FAKE_AGENT_DRY_SESSION"], session)
-        if os.path.lexists(path):
-            info = os.lstat(path)
-            record["files"][path] = [oct(info.st_mode & 0o7777), os.path.islink(path)]
 with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
     log.write(json.dumps(record) + "\\n")
 if action == "interactive":
