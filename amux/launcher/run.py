@@ -119,12 +119,20 @@ class Launch(NamedTuple):
         """What `apply` creates, in order, from the lists its writers make them from: the
         state `state.save` freezes, the run directory `rundirs.make` wires, the agent's
         directory, the plan's mirrors and files."""
-        made = [*self.saved, *(() if self.run_dir is None else rundirs.writes(self.run_dir))]
-        if all(entry.path != self.agent_dir for entry in made):
-            made.append(Write(self.agent_dir, "dir", 0o700, agents=True,
-                              content="the agent's files of this session"))
-        return (*made, *map(mirrors.written, self.plan.mirrors),
+        made = (*self.saved, *(() if self.run_dir is None else rundirs.writes(self.run_dir)))
+        return (*made, *self._agent_dirs(made), *map(mirrors.written, self.plan.mirrors),
                 *map(planfiles.written, self.plan.files))
+
+    def _agent_dirs(self, made: tuple[Write, ...]) -> list[Write]:
+        """What `files.make_dirs` makes: the agent's directory (unless `made` has it), and
+        for an isolated run its parents in the target's home."""
+        home = None if self.target is None else Path(self.target.home)
+        parents = [] if home is None else [path for path in reversed(self.agent_dir.parents)
+                                           if home in path.parents]
+        mine = [] if any(entry.path == self.agent_dir for entry in made) else [
+            Write(self.agent_dir, "dir", 0o700, agents=True,
+                  content="the agent's files of this session")]
+        return [*(Write(path, "dir", 0o700, agents=True) for path in parents), *mine]
 
     def report(self) -> dict[str, Any]:
         """The launch as `--dry-run` prints it (JSON): no credential in it, every URL

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from amux.adapters import ADAPTERS
-from tests.agentlog import KEEPS_SESSION, wait_for_pid
+from tests.agentlog import KEEPS_SESSION, check_writes, find, listed, tree, wait_for_pid
 from tests.hubproc import HubProcess
 from tests.job import as_job
 
@@ -123,28 +123,6 @@ def test_dry_run_prints_the_plan_and_starts_nothing(hub: HubProcess,
     assert not (hub.home / "run" / "agents").exists()
 
 
-def find(*roots: Path) -> list[str]:
-    """`find` listing every path under `roots` (links not followed): kind, mode, path."""
-    return ["find", *map(str, roots), "-mindepth", "1", "-printf", "%y %m %p\\n"]
-
-
-NOT_THE_LAUNCHS = ("cache", "history")
-"""What AMUX_HOME holds that a launch does not write: the launcher's caches (the agent's
-version, the hooks' answers: a dry run neither reads nor writes them) and the Hub's memory
-history (the Hub's own, written when it likes)."""
-
-
-def tree(listing: str, home: Path) -> dict[str, tuple[str, str]]:
-    """`find`'s listing as {path: (kind: d, f or l, mode)}, without `NOT_THE_LAUNCHS`."""
-    others = tuple(f"{home}/{name}" for name in NOT_THE_LAUNCHS)
-    return {path: (kind, mode) for kind, mode, path in
-            (line.split(" ", 2) for line in listing.splitlines())
-            if path not in others and not path.startswith(tuple(f"{o}/" for o in others))}
-
-
-KINDS = {"dir": "d", "mirror": "d", "file": "f", "link": "l", "copy": "f"}
-
-
 @pytest.mark.parametrize("agent", ["pi", "gemini", "claude"])
 def test_a_dry_run_lists_exactly_what_the_launch_then_creates(
         hub: HubProcess, launcher: Launcher, tmp_path: Path, agent: str) -> None:
@@ -160,34 +138,19 @@ def test_a_dry_run_lists_exactly_what_the_launch_then_creates(
     (user / "notes.txt").write_text("the user's own\n")
     work.mkdir()
     roots = (hub.home, user, work)
-    before = tree(subprocess.run(find(*roots), capture_output=True, text=True,
-                                 check=True).stdout, hub.home)
+    before = tree(listed(*roots), hub.home)
     done = launcher.run("--dry-run", agent, "--", "-p", "x", env={"HOME": str(user)},
                         cwd=work)
     assert done.returncode == 0, done.stderr
     dry = json.loads(done.stdout)
-    assert tree(subprocess.run(find(*roots), capture_output=True, text=True,
-                               check=True).stdout, hub.home) == before  # it wrote nothing
+    assert tree(listed(*roots), hub.home) == before  # a dry run writes nothing
     done = launcher.run(agent, "--", "-p", "x", cwd=work, env={
         "HOME": str(user), "FAKE_AGENT_ACTION": "tree",
         "FAKE_AGENT_TREE": json.dumps(find(*roots))})
     assert done.returncode == 0, done.stderr
-    during = tree(launcher.records()[0]["tree"], hub.home)
     [session] = launcher.sessions()
-    writes = {entry["path"].replace(dry["session"], session.name): entry
-              for entry in dry["writes"]}
-    assert [entry["path"] for entry in dry["writes"]] == dry["files"]
-    mirrors = tuple(path + "/" for path, entry in writes.items()
-                    if entry.get("kind") == "mirror")
-    created = sorted(path for path in during.keys() - before.keys()
-                     if path not in writes and not path.startswith(mirrors))
-    assert created == [], "created, not in the dry run"
-    missing = sorted(path for path in writes if path not in during)
-    assert missing == [], "in the dry run, not created"
-    for path, entry in writes.items():
-        mode = entry["mode"] and entry["mode"].removeprefix("0")
-        assert during[path] == (KINDS[entry["kind"]], mode or "777"), path
-        assert entry["owner"] == "launcher"
+    check_writes(dry, session.name, before, tree(launcher.records()[0]["tree"], hub.home),
+                 {"launcher": os.geteuid()})
     assert (dry["run_dir"] is not None) == (agent != "claude")
 
 
