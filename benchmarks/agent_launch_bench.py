@@ -331,8 +331,10 @@ def dry_run(agent_path: Path, args: Sequence[str], env: dict[str, str], cwd: Pat
 
 
 def _file_entries(plan: dict[str, Any]) -> list[tuple[str, str | None]]:
-    """(path, text or None) of the files the dry run says the launch writes."""
-    return [(str(entry["path"]), entry.get("text")) for entry in plan.get("writes", [])]
+    """(path, text or None) of the files the dry run says the launch writes (not its
+    directories, mirrors or links)."""
+    return [(str(entry["path"]), entry.get("text")) for entry in plan.get("writes", [])
+            if entry.get("kind", "file") == "file"]
 
 
 def _write_config(path: Path, connection: Connection, token: str, binding: str) -> None:
@@ -389,8 +391,8 @@ def bare_arm(agent: str, plan: dict[str, Any], env: dict[str, str], cwd: Path, r
     mirrors.make([PlanMirror(swap(m["path"]), m["source"], tuple(m["own"]))
                   for m in plan.get("mirrors", [])])  # before the files inside them
     for path, text in files:
-        if path in (config, state) or path.endswith("/bin/amux"):
-            continue
+        if path == state or (plan["run_dir"] and path.startswith(plan["run_dir"] + "/")):
+            continue  # the launch's own: the run directory is the arm's, made above
         if text is None:
             raise RuntimeError(f"the {agent} dry run names {path} without its content")
         target = Path(swap(path))

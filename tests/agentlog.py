@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 KEEPS_SESSION = '''
 import os, sys
@@ -35,3 +37,55 @@ def wait_for_pid(log: Path, timeout: float = 30) -> int:
         assert time.monotonic() < deadline, "the agent never started"
         time.sleep(0.05)
     return int(pid_file.read_text())
+
+
+def find(*roots: Path) -> list[str]:
+    """`find` listing every path under `roots` (links not followed): kind, mode, uid, path."""
+    return ["find", *map(str, roots), "-mindepth", "1", "-printf", "%y %m %U %p\\n"]
+
+
+def listed(*roots: Path) -> str:
+    """`find`'s listing of those of `roots` that exist."""
+    return subprocess.run(find(*(root for root in roots if root.exists())),
+                          capture_output=True, text=True, check=True, timeout=60).stdout
+
+
+NOT_THE_LAUNCHS = ("cache", "history")
+"""What AMUX_HOME holds that a launch does not write: the launcher's caches (the agent's
+version, the hooks' answers, an isolated run's client: a dry run neither reads nor writes
+them) and the Hub's memory history (the Hub's own, written when it likes)."""
+
+
+def tree(listing: str, home: Path) -> dict[str, tuple[str, str, int]]:
+    """`find`'s listing as {path: (kind: d, f or l, mode, uid)}, without `NOT_THE_LAUNCHS`."""
+    others = tuple(f"{home}/{name}" for name in NOT_THE_LAUNCHS)
+    found = {}
+    for line in listing.splitlines():
+        kind, mode, uid, path = line.split(" ", 3)
+        if path not in others and not path.startswith(tuple(f"{o}/" for o in others)):
+            found[path] = (kind, mode, int(uid))
+    return found
+
+
+KINDS = {"dir": "d", "mirror": "d", "file": "f", "link": "l", "copy": "f"}
+
+
+def check_writes(dry: dict[str, Any], session: str, before: dict[str, tuple[str, str, int]],
+                 during: dict[str, tuple[str, str, int]], owners: dict[str, int]) -> None:
+    """Both ways: every path created between `before` and `during` (a launch's agent
+    running) is in the dry run's `writes` (a mirror's own links: under its entry), and
+    each of those is there, of its kind, mode and owner (`owners`: uid by name)."""
+    writes = {entry["path"].replace(dry["session"], session): entry
+              for entry in dry["writes"]}
+    assert [entry["path"] for entry in dry["writes"]] == dry["files"]
+    mirrors = tuple(path + "/" for path, entry in writes.items()
+                    if entry.get("kind") == "mirror")
+    created = sorted(path for path in during.keys() - before.keys()
+                     if path not in writes and not path.startswith(mirrors))
+    assert created == [], f"created, not in the dry run: {created}"
+    missing = sorted(path for path in writes if path not in during)
+    assert missing == [], f"in the dry run, not created: {missing}"
+    for path, entry in writes.items():
+        mode = entry["mode"] and entry["mode"].removeprefix("0")
+        assert during[path] == (KINDS[entry["kind"]], mode or "777",
+                                owners[entry["owner"]]), (path, during[path], entry)

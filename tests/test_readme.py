@@ -57,7 +57,8 @@ def test_main_job_launches_a_memory_enabled_agent(tmp_path: Path) -> None:
         launch = json.loads(plan.stdout)
         assert launch["channel"] == "mcp" and launch["binding"] == "global"
         assert launch["env"] == {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}
-        assert launch["files"][1].endswith("/run/agents/" + launch["session"] + "/memory.json")
+        assert launch["run_dir"] + "/memory.json" in launch["files"]
+        assert launch["run_dir"].endswith("/run/agents/" + launch["session"])
     finally:
         subprocess.run([*amux, "hub", "stop"], env=env, capture_output=True, timeout=60)
 

@@ -30,8 +30,17 @@ from pathlib import Path
 from amux.adapters.base import PlanFile, PlanMirror
 from amux.errors import InternalError
 from amux.launcher import readfile
+from amux.launcher.writes import Write
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+def written(mirror: PlanMirror) -> Write:
+    """What `make` creates for `mirror`."""
+    own = f", but for {', '.join(mirror.own)} (the plan's own)" if mirror.own else ""
+    return Write(Path(mirror.path), "mirror", 0o700, agents=True,
+                 content=f"a link to each entry of {mirror.source}{own}; what the agent "
+                 "creates here is moved there when it exits")
 
 
 def make(mirrors: Sequence[PlanMirror]) -> list[str]:
@@ -53,11 +62,12 @@ def make(mirrors: Sequence[PlanMirror]) -> list[str]:
             warnings.append(f"what an earlier launch left in {path} is now in "
                             f"{path.parent / aside}")
     for mirror in mirrors:
-        path = Path(mirror.path)
+        entry = written(mirror)
+        path = entry.path
         try:
             parent = _open(path.parent)
             try:
-                os.mkdir(path.name, 0o700, dir_fd=parent)
+                os.mkdir(path.name, entry.bits, dir_fd=parent)
                 fd = os.open(path.name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
             finally:
                 os.close(parent)

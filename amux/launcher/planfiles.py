@@ -12,14 +12,23 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from amux.adapters.base import PlanFile
-from amux.durable import write_file_atomic
 from amux.errors import InternalError
+from amux.launcher.writes import Write
+
+
+def written(file: PlanFile) -> Write:
+    """What `write` creates for `file`: a private one's text is not shown."""
+    if file.private:
+        return Write(Path(file.path), "file", file.mode, agents=True, content=(
+            f"withheld: {len(file.text.encode()):,} bytes holding what your own files hold "
+            "(MCP servers' tokens)"))
+    return Write(Path(file.path), "file", file.mode, agents=True, text=file.text)
 
 
 def write(files: Sequence[PlanFile]) -> None:
     for file in files:
-        path = Path(file.path)
+        entry = written(file)
         try:
-            write_file_atomic(path, file.text.encode("utf-8"), mode=file.mode)
+            entry.write(file.text.encode("utf-8"))
         except (OSError, ValueError) as exc:
-            raise InternalError(f"cannot write {path} for the agent: {exc}") from None
+            raise InternalError(f"cannot write {entry.path} for the agent: {exc}") from None

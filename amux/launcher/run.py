@@ -36,10 +36,11 @@ from amux.adapters.base import (
 from amux.adapters.fallback import FallbackAdapter
 from amux.errors import AmuxError, InternalError, InvalidArgument
 from amux.faults import local_fault
-from amux.launcher import rundirs, session_watch, state, versions, wiring
+from amux.launcher import mirrors, planfiles, rundirs, session_watch, state, versions, wiring
 from amux.launcher.probe import SystemProbe
 from amux.launcher.supervise import RunAs
 from amux.launcher.userfiles import UserFiles
+from amux.launcher.writes import Write
 from amux.materializer.target import Target, isolated_env
 from amux.protocol import render
 from amux.typing_light import NamedTuple
@@ -102,8 +103,8 @@ class Launch(NamedTuple):
     agent_dir: Path
     """The session's own directory for the agent's files (for an isolated run in the
     target's home, created by the target)."""
-    state_file: Path | None
-    """Where a new session's state is frozen."""
+    saved: tuple[Write, ...]
+    """What freezing a new session's state creates (`state.writes`; nothing on resume)."""
     files: UserFiles
     """How the agent user's files are read and written (an isolated run: as the target,
     by a helper process that `launch` ends)."""
@@ -112,25 +113,24 @@ class Launch(NamedTuple):
     def run_as(self) -> RunAs | None:
         return _run_as(self.target)
 
-    def writes(self) -> list[dict[str, Any]]:
-        """The files `apply` writes, in order, with their mode and owner."""
-        owner = "launcher" if self.target is None else self.target.name
-        files: list[dict[str, Any]] = []
-        if self.state_file is not None:
-            files.append({"path": str(self.state_file), "mode": "0600", "owner": "launcher"})
-        if self.run_dir is not None:
-            files += [{"path": str(self.run_dir.config), "mode": "0600", "owner": owner,
-                       "content": "connection config with a delegated token"},
-                      {"path": str(self.run_dir.bin_dir / "amux"), "owner": owner,
-                       **({"mode": None, "content": "a link to the installed amux"}
-                          if self.target is None else
-                          {"mode": "0700", "content": "a copy of the single-file client"})}]
-        files += [{"path": f.path, "mode": f"{f.mode:04o}", "owner": owner,
-                   **({"content": f"withheld: {len(f.text.encode()):,} bytes holding what "
-                       "your own files hold (MCP servers' tokens)"} if f.private
-                      else {"text": f.text})}
-                  for f in self.plan.files]
-        return files
+    def writes(self) -> tuple[Write, ...]:
+        """What `apply` creates, in order, from the lists its writers make them from: the
+        state `state.save` freezes, the run directory `rundirs.make` wires, the agent's
+        directory, the plan's mirrors and files."""
+        made = (*self.saved, *(() if self.run_dir is None else rundirs.writes(self.run_dir)))
+        return (*made, *self._agent_dirs(made), *map(mirrors.written, self.plan.mirrors),
+                *map(planfiles.written, self.plan.files))
+
+    def _agent_dirs(self, made: tuple[Write, ...]) -> list[Write]:
+        """What `files.make_dirs` makes: the agent's directory (unless `made` has it), and
+        for an isolated run its parents in the target's home."""
+        home = None if self.target is None else Path(self.target.home)
+        parents = [] if home is None else [path for path in reversed(self.agent_dir.parents)
+                                           if home in path.parents]
+        mine = [] if any(entry.path == self.agent_dir for entry in made) else [
+            Write(self.agent_dir, "dir", 0o700, agents=True,
+                  content="the agent's files of this session")]
+        return [*(Write(path, "dir", 0o700, agents=True) for path in parents), *mine]
 
     def report(self) -> dict[str, Any]:
         """The launch as `--dry-run` prints it (JSON): no credential in it, every URL
@@ -139,7 +139,8 @@ class Launch(NamedTuple):
         env: dict[str, str | None] = {**self.env.set, **dict.fromkeys(self.env.unset)}
         env.update({name: f"${{{source}}}" for name, source in plan.env_from.items()})
         env.update(dict.fromkeys(plan.secret_env, REDACTED))
-        writes = self.writes()
+        owner = "launcher" if target is None else target.name
+        writes = [entry.shown(owner) for entry in self.writes()]
         report: dict[str, Any] = _shown({
             "session": session.id, "resume": not self.new, "agent": session.agent,
             "adapter": self.adapter.name,
@@ -433,7 +434,7 @@ def _prepare(home: Path, request: RunRequest, client: Path,
     return Launch(session, new, adapter, plan, EnvChanges.between(os.environ, agent_env,
                                                                    plan.path),
                   target, run_dir, agent_dir,
-                  state.session_dir(home, session.id) / "state.json" if new else None, files)
+                  state.writes(home, session.id) if new else (), files)
 
 
 def launch(home: Path, request: RunRequest) -> int:

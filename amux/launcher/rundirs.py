@@ -36,12 +36,14 @@ import os
 from pathlib import Path
 
 from amux import pidfile
-from amux.durable import write_file_atomic
 from amux.errors import AmuxError, InvalidArgument
+from amux.launcher.writes import Write
 from amux.typing_light import NamedTuple
 
 CONFIG_NAME = "memory.json"
 """The agent's connection config inside its run directory."""
+PID_NAME = "launcher.pid"
+TOKEN_NAME = "token.json"
 DEFAULT_RUNS_ROOT = "/var/lib/amux/runs"
 
 
@@ -100,32 +102,56 @@ def isolated(session_id: str, owner: tuple[int, int]) -> RunDir:
     return RunDir(run_dir, run_dir / "agent-config" / "memory", owner)
 
 
-def make(run: RunDir, token: Token, client: Path, cache_dir: Path) -> None:
-    """Write `run` for `token`: claim, connection config, and `bin/amux` (a link to the
-    installed `client`, or for an isolated run a copy its target can run, from the one
-    built in the launcher's `cache_dir`). Whatever was there before (a run directory of
-    the same session id) is replaced."""
-    verified(run.path.parent, isolated=run.owner is not None)
-    remove(run.path)
-    if run.owner is None:
-        run.path.mkdir(mode=0o700)
-    else:
-        run.path.mkdir(mode=0o711)
-        run.memory.parent.mkdir(mode=0o711)
-        run.memory.mkdir(mode=0o700)
-    claim(run.path, token)
-    write_config(run.config, token)
-    run.bin_dir.mkdir(mode=0o700)
-    amux = run.bin_dir / "amux"
-    if run.owner is None:
-        amux.symlink_to(client)
-        return
-    from amux.client.bundle import copy_client  # zipfile: only isolated runs need it
+def writes(run: RunDir) -> tuple[Write, ...]:
+    """What `make` creates, in order: the runs root first (made if missing, else verified)."""
+    isolated = run.owner is not None
+    made = [Write(run.path.parent, "dir", 0o711 if isolated else 0o700,
+                  content="the runs root, verified: owned by the launcher, writable by nobody "
+                  "else"),
+            Write(run.path, "dir", 0o711 if isolated else 0o700,
+                  content="this run's directory, removed when the agent exits")]
+    if isolated:
+        made += [Write(run.memory.parent, "dir", 0o711),
+                 Write(run.memory, "dir", 0o700, agents=True)]
+    return (*made,
+            Write(run.path / PID_NAME, "file", 0o644,
+                  content="the launcher's pid and start time"),
+            Write(run.path / TOKEN_NAME, "file", 0o644,
+                  content="the delegated token's principal and id, no secret: how the next "
+                  "launch revokes it if this launcher dies"),
+            Write(run.config, "file", 0o600, agents=isolated,
+                  content="connection config with a delegated token"),
+            Write(run.bin_dir, "dir", 0o700, agents=isolated),
+            Write(run.bin_dir / "amux", "copy", 0o700, agents=True,
+                  content="a copy of the single-file client") if isolated else
+            Write(run.bin_dir / "amux", "link", None, content="a link to the installed amux"))
 
-    copy_client(amux, cache_dir).chmod(0o700)
-    # Inner first: until `memory` is the target's, nothing in it can be touched by them.
-    for path in (run.config, amux, run.bin_dir, run.memory):
-        os.chown(path, *run.owner, follow_symlinks=False)
+
+def make(run: RunDir, token: Token, client: Path, cache_dir: Path) -> None:
+    """Write `run` for `token` as `writes` lists it: claim, connection config, and
+    `bin/amux` (a link to the installed `client`, or for an isolated run a copy its target
+    can run, from the one built in the launcher's `cache_dir`). Whatever was there before
+    (a run directory of the same session id) is replaced."""
+    root, *made = writes(run)
+    verified(root.path, isolated=run.owner is not None)
+    remove(run.path)
+    data = {**claim(token), CONFIG_NAME: config(token)}
+    for entry in made:
+        if entry.kind == "dir":
+            entry.make_dir()
+        elif entry.kind == "file":
+            entry.write(data[entry.path.name])
+        elif entry.kind == "link":
+            entry.path.symlink_to(client)
+        else:
+            from amux.client.bundle import copy_client  # zipfile: only isolated runs need it
+
+            copy_client(entry.path, cache_dir).chmod(entry.bits)
+    if run.owner is not None:
+        # Inner first: until `memory` is the target's, nothing in it can be touched by them.
+        for entry in reversed(made):
+            if entry.agents:
+                os.chown(entry.path, *run.owner, follow_symlinks=False)
 
 
 REMOVE_DEPTH = 64
@@ -213,28 +239,29 @@ def trusted(root: Path, *, isolated: bool) -> bool:
     return True
 
 
-def claim(run_dir: Path, token: Token) -> None:
-    """Record this launcher (pid and start time) and the token to revoke once it is gone."""
-    (run_dir / "launcher.pid").write_text(pidfile.current().render())
+def claim(token: Token) -> dict[str, bytes]:
+    """The records of this launcher (pid and start time) and of the token to revoke once
+    it is gone, by file name."""
     record: dict[str, object] = {"principal": token.principal, "token_id": token.token_id}
     if token.own:
         record.update({"self": True, "expires_at": token.expires_at})
-    (run_dir / "token.json").write_text(json.dumps(record) + "\n")
+    return {PID_NAME: pidfile.current().render().encode(),
+            TOKEN_NAME: json.dumps(record).encode() + b"\n"}
 
 
-def write_config(path: Path, token: Token) -> None:
-    """The agent's connection config (SPEC Appendix A), 0600, temp-and-replace.
+def config(token: Token) -> bytes:
+    """The agent's connection config (SPEC Appendix A), written 0600.
 
     `hub_uid`, for a Unix socket, is the uid the agent's client requires of whoever
     listens there before it sends the token (`amux.client.connection`).
     """
-    config: dict[str, str | int] = {"version": 1, "hub": token.hub, "token": token.token,
+    fields: dict[str, str | int] = {"version": 1, "hub": token.hub, "token": token.token,
                                     "binding": token.binding}
     if token.hub.startswith("unix:"):
-        config["hub_uid"] = token.hub_uid
+        fields["hub_uid"] = token.hub_uid
     if token.ca_file:
-        config["ca_file"] = token.ca_file
-    write_file_atomic(path, json.dumps(config).encode() + b"\n")
+        fields["ca_file"] = token.ca_file
+    return json.dumps(fields).encode() + b"\n"
 
 
 def stale(root: Path) -> list[tuple[Path, dict[str, object] | None]]:
@@ -244,7 +271,7 @@ def stale(root: Path) -> list[tuple[Path, dict[str, object] | None]]:
         if _launcher_alive(run_dir):
             continue
         try:
-            token = json.loads((run_dir / "token.json").read_text())
+            token = json.loads((run_dir / TOKEN_NAME).read_text())
         except (OSError, ValueError):
             token = None
         found.append((run_dir, token if isinstance(token, dict) else None))
@@ -260,5 +287,5 @@ def running(home: Path, session_id: str) -> bool:
 
 
 def _launcher_alive(run_dir: Path) -> bool:
-    launcher = pidfile.read(run_dir / "launcher.pid")
+    launcher = pidfile.read(run_dir / PID_NAME)
     return launcher is not None and pidfile.alive(launcher)

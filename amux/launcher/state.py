@@ -21,8 +21,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from amux.adapters.base import without_userinfo
-from amux.durable import write_file_atomic
 from amux.errors import AmuxError, InvalidArgument
+from amux.launcher.writes import Write
 from amux.typing_light import NamedTuple
 
 TYPE_CHECKING = False
@@ -85,14 +85,22 @@ def session_dir(home: Path, session_id: str) -> Path:
     return sessions_dir(home) / session_id
 
 
+def writes(home: Path, session_id: str) -> tuple[Write, ...]:
+    """What `save` creates, in order."""
+    directory = session_dir(home, session_id)
+    return (Write(sessions_dir(home), "dir", 0o700),
+            Write(directory, "dir", 0o700, content="the session's own directory"),
+            Write(directory / "state.json", "file", 0o600,
+                  content="the session's frozen state (no secret)"))
+
+
 def save(home: Path, state: SessionState) -> Path:
-    directory = session_dir(home, state.id)
-    sessions_dir(home).mkdir(mode=0o700, parents=True, exist_ok=True)
-    directory.mkdir(mode=0o700, exist_ok=True)
-    path = directory / "state.json"
+    *directories, file = writes(home, state.id)
+    for directory in directories:
+        directory.make_dir(exist_ok=True)
     data = json.dumps(state._asdict(), ensure_ascii=False, indent=1, sort_keys=True)
-    write_file_atomic(path, data.encode("utf-8") + b"\n")
-    return path
+    file.write(data.encode("utf-8") + b"\n")
+    return file.path
 
 
 def load(home: Path, session_id: str) -> SessionState:

@@ -161,7 +161,16 @@ def matching(directory: str, pattern: str) -> list[str]:
 
 
 def _make_dirs(path: str) -> None:
-    os.makedirs(path, 0o700, exist_ok=True)
+    """`path` and any missing parents, 0700 (`os.makedirs` makes the parents as the umask
+    leaves them)."""
+    parent = os.path.dirname(path)
+    if parent != path and not os.path.isdir(parent):
+        _make_dirs(parent)
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
 
 
 def _mirrors(plan: Sequence[Sequence[Any]]) -> list[PlanMirror]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.agentlog import wait_for_pid
+from tests.agentlog import check_writes, listed, tree, wait_for_pid
 from tests.isolation.world import World, user_a, user_b
 from tests.mockmodel import MockModel, Text, ToolCall
 from tests.peers import npm_bin
@@ -124,6 +124,33 @@ def test_nothing_remains_after_the_agent_ends(world: World, ending: str) -> None
     assert running.returncode == {"exit": 0, "crash": 70, "SIGKILL": 137}[ending]
     assert list(world.runs.iterdir()) == []
     assert len(world.live_tokens()) == tokens
+
+
+def test_a_dry_run_lists_exactly_what_an_isolated_launch_then_creates(world: World) -> None:
+    """As for the launching user's launch (tests/launcher/test_run.py), both ways, with
+    what only an isolated run has: root's runs root, the target's connection and copy of
+    the client, the agent's directory in the target's home, and Gemini's mirrors and
+    files there, each owned by whom the dry run says, as the agent runs."""
+    a = user_a(world)
+    uid = world.users[a].pw_uid
+    roots = (world.hub.home, world.runs.parent, Path(world.users[a].pw_dir))
+    before = tree(listed(*roots), world.hub.home)
+    plan = world.run(a, str(world.agents / "gemini"), "-p", "x", options=("--dry-run",))
+    assert plan.returncode == 0, plan.stderr
+    dry = json.loads(plan.stdout)
+    assert tree(listed(*roots), world.hub.home) == before  # a dry run writes nothing
+    running = world.launch(a, str(world.agents / "gemini"), "-p", "x",
+                           env={"ISO_ACTION": "wait"}, wait=False)
+    assert isinstance(running, subprocess.Popen)
+    try:
+        wait_for_pid(world.log)
+        during = tree(listed(*roots), world.hub.home)
+    finally:
+        running.send_signal(signal.SIGTERM)
+        running.communicate(timeout=60)
+    [session] = [Path(path).name for path in during if Path(path).parent == world.runs]
+    check_writes(dry, session, before, during, {"launcher": os.geteuid(), a: uid})
+    assert any(entry["kind"] == "copy" and entry["owner"] == a for entry in dry["writes"])
 
 
 def test_the_service_environment_never_reaches_the_agent(world: World) -> None:

@@ -62,9 +62,7 @@ def test_an_isolated_runs_config_names_the_uid_of_the_hub(runs_dir: Path) -> Non
         assert os.stat(run.bin_dir / "amux").st_uid == user.pw_uid  # its own client copy
 
 
-def test_hub_uid_is_written_for_unix_sockets_only(tmp_path: Path) -> None:
+def test_hub_uid_is_written_for_unix_sockets_only() -> None:
     for hub, expected in (("unix:/x.sock", {"hub_uid": 7}), ("https://h:1", {})):
-        path = tmp_path / "memory.json"
-        rundirs.write_config(path, token(hub, 7))
-        config = json.loads(path.read_text())
+        config = json.loads(rundirs.config(token(hub, 7)))
         assert {k: v for k, v in config.items() if k == "hub_uid"} == expected

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from amux.adapters import ADAPTERS
-from tests.agentlog import KEEPS_SESSION, wait_for_pid
+from tests.agentlog import KEEPS_SESSION, check_writes, find, listed, tree, wait_for_pid
 from tests.hostile import fill, small_tmpfs
 from tests.hubproc import HubProcess
 from tests.job import as_job
@@ -33,8 +33,11 @@ if sys.argv[1:] == ["--version"]:
     sys.exit(0)
 record = {{"argv": sys.argv[1:], "env": {{k: v for k, v in os.environ.items()
           if k.startswith(("AMUX_", "CLAUDE_")) or k == "PATH"}}}}
-{keeps_session}
 action = os.environ.get("FAKE_AGENT_ACTION", "")
+if action == "tree":  # what is there as it starts (its run directory goes when it exits)
+    record["tree"] = subprocess.run(json.loads(os.environ["FAKE_AGENT_TREE"]),
+                                    capture_output=True, text=True).stdout
+{keeps_session}
 if action == "upsert":
     done = subprocess.run(["amux", "memory", "upsert", "notes/agent.md",
                            "--expected-revision", "absent"], input=b"written by the agent\\n",
@@ -43,14 +46,6 @@ if action == "upsert":
                         "err": done.stderr.decode()}}
     record["which"] = subprocess.run(["which", "amux"], capture_output=True,
                                      text=True).stdout.strip()
-if action == "files":  # what exists of a dry run's files, named for this session
-    session = os.path.basename(os.path.dirname(sys.argv[sys.argv.index("--session") + 1]))
-    record["files"] = {{}}
-    for path in json.loads(os.environ["FAKE_AGENT_FILES"]):
-        path = path.replace(os.environ["FAKE_AGENT_DRY_SESSION"], session)
-        if os.path.lexists(path):
-            info = os.lstat(path)
-            record["files"][path] = [oct(info.st_mode & 0o7777), os.path.islink(path)]
 with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
     log.write(json.dumps(record) + "\\n")
 if action == "interactive":
@@ -73,7 +68,7 @@ class Launcher:
         self.bin = tmp_path / "agents"
         self.bin.mkdir()
         self.log = tmp_path / "agent.log"
-        for name in ("pi", "claude", "codex", "my-agent"):
+        for name in ("pi", "claude", "codex", "gemini", "my-agent"):
             script = self.bin / name
             script.write_text(FAKE_AGENT.format(python=sys.executable,
                                                 keeps_session=KEEPS_SESSION))
@@ -123,30 +118,41 @@ def test_dry_run_prints_the_plan_and_starts_nothing(hub: HubProcess,
     assert plan["channel"] == "cli" and plan["binding"] == "global"
     assert plan["argv"][0].endswith("/pi") and plan["argv"][-2:] == ["-p", "hello"]
     assert "amux memory protocol v1 (CLI)" in plan["instructions"]
-    assert plan["env"] == {"AMUX_MEMORY_CONFIG": plan["files"][1]}
+    assert plan["env"] == {"AMUX_MEMORY_CONFIG": plan["run_dir"] + "/memory.json"}
+    assert plan["env"]["AMUX_MEMORY_CONFIG"] in plan["files"]
     assert not launcher.log.exists() and launcher.sessions() == []
     assert not (hub.home / "run" / "agents").exists()
 
 
-def test_the_files_a_dry_run_lists_are_the_ones_the_launch_writes(
-        hub: HubProcess, launcher: Launcher) -> None:
-    enable(hub)
-    plan = json.loads(launcher.run("--dry-run", "pi", "--", "-p", "x").stdout)
-    assert [entry["path"] for entry in plan["writes"]] == plan["files"]
-    done = launcher.run("pi", "--", "-p", "x", env={
-        "FAKE_AGENT_ACTION": "files", "FAKE_AGENT_FILES": json.dumps(plan["files"]),
-        "FAKE_AGENT_DRY_SESSION": plan["session"]})
+@pytest.mark.parametrize("agent", ["pi", "gemini", "claude"])
+def test_a_dry_run_lists_exactly_what_the_launch_then_creates(
+        hub: HubProcess, launcher: Launcher, tmp_path: Path, agent: str) -> None:
+    """Both ways: every path the launch creates (in AMUX_HOME, the user's home, the cwd) is
+    in the dry run's `writes`, and each of those is there, of its kind and mode, while the
+    agent runs. Pi has plan files, Gemini mirrors too; Claude runs without memory (memory
+    off). The launcher's caches (the agent's version, the hooks' answers) are not the
+    launch's: a dry run neither reads nor writes them."""
+    if agent != "claude":
+        enable(hub)
+    user, work = tmp_path / "user", tmp_path / "work"
+    (user / ".gemini").mkdir(parents=True)
+    (user / "notes.txt").write_text("the user's own\n")
+    work.mkdir()
+    roots = (hub.home, user, work)
+    before = tree(listed(*roots), hub.home)
+    done = launcher.run("--dry-run", agent, "--", "-p", "x", env={"HOME": str(user)},
+                        cwd=work)
     assert done.returncode == 0, done.stderr
-    seen = launcher.records()[0]["files"]
+    dry = json.loads(done.stdout)
+    assert tree(listed(*roots), hub.home) == before  # a dry run writes nothing
+    done = launcher.run(agent, "--", "-p", "x", cwd=work, env={
+        "HOME": str(user), "FAKE_AGENT_ACTION": "tree",
+        "FAKE_AGENT_TREE": json.dumps(find(*roots))})
+    assert done.returncode == 0, done.stderr
     [session] = launcher.sessions()
-    expected = {entry["path"].replace(plan["session"], session.name):
-                [oct(int(entry["mode"], 8)), False] if entry["mode"] else [None, True]
-                for entry in plan["writes"]}
-    assert seen.keys() == expected.keys()  # all of them, written before the agent starts
-    for path, (mode, link) in expected.items():
-        assert seen[path][1] == link and (mode is None or seen[path][0] == mode), path
-    assert all(entry["owner"] == "launcher" for entry in plan["writes"])
-    assert plan["run_dir"] is not None and plan["run_dir"].endswith(plan["session"])
+    check_writes(dry, session.name, before, tree(launcher.records()[0]["tree"], hub.home),
+                 {"launcher": os.geteuid()})
+    assert (dry["run_dir"] is not None) == (agent != "claude")
 
 
 def test_a_launch_wires_memory_freezes_state_and_cleans_up(hub: HubProcess,

@@ -231,9 +231,9 @@ def test_stale_self_delegated_tokens_are_revoked_by_their_own_principal(
                                   ("expired", hers, time.time() - 1)):
         directory = rundirs.plain_root(memory_hub.home) / name
         directory.mkdir(parents=True)
-        rundirs.claim(directory, rundirs.Token(
+        (directory / rundirs.TOKEN_NAME).write_bytes(rundirs.claim(rundirs.Token(
             issued["principal"], "global", issued["token"], issued["token_id"], own=True,
-            expires_at=expires, hub=owner.hub, hub_uid=owner.hub_uid))
+            expires_at=expires, hub=owner.hub, hub_uid=owner.hub_uid))[rundirs.TOKEN_NAME])
         (directory / "launcher.pid").write_text("999999999\n")  # its launcher is gone
         directories[name] = directory
     wiring.clean_stale_runs(memory_hub.home, owner, mine["principal"])
