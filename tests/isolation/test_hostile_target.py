@@ -172,12 +172,15 @@ def test_a_gemini_home_linked_to_a_root_only_directory_shows_nothing_of_it(
 def test_an_amux_directory_linked_elsewhere_gets_nothing_made_there(world: World,
                                                                    vault: Path) -> None:
     """`~/.amux` → a root-only directory: the session directory is made as the target,
-    who cannot write there, so nothing appears in it and the launch says why."""
+    who cannot write there, so nothing appears in it and the launch says why: a file
+    system that refuses is `storage_unavailable` naming EACCES (exit 8), not a usage
+    error (issue 34)."""
     a = user_a(world)
     secret = secret_of(vault)
     plant(world, a, f"ln -s {vault} .amux")
     done = world.run(a, str(world.agents / "pi"), "-p", "hi")
-    assert done.returncode == 2 and "cannot prepare" in done.stderr, done.stderr
+    assert done.returncode == 8 and "cannot prepare" in done.stderr, done.stderr
+    assert "storage_unavailable" in done.stderr and "EACCES" in done.stderr
     assert world.records() == []
     assert_untouched(vault, secret)
     assert world.live_tokens() == []  # revoked however the launch ended
