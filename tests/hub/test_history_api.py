@@ -136,35 +136,45 @@ def all_bytes_under(home: Path) -> bytes:
     return found
 
 
+def edited_by_hand_then_replaced(home: Path, path: str, first: str, by_hand: bytes,
+                                 then: str) -> tuple[str, str, str]:
+    """`first` written through the CLI, `by_hand` written over it outside amux, `then`
+    written over that: the three revisions, history holding all three."""
+    created = amux(home, "memory", "upsert", path, "--expected-revision", "absent",
+                   stdin=first)[1]["revision"]
+    document = home / "memory" / "global" / path
+    document.write_bytes(by_hand)
+    edited = revision_of(by_hand)
+    code, replaced, err = amux(home, "memory", "upsert", path, "--expected-revision", edited,
+                               stdin=then)
+    assert code == 0, err
+    log = amux(home, "memory", "log", path)[1]["changes"]
+    assert [c["operation"] for c in log] == ["update", "hand edit", "create"]
+    return created, edited, replaced["revision"]
+
+
 def test_a_purged_version_is_gone_from_every_file_under_amux_home(
         memory_hub: HubProcess) -> None:
     """A person wrote a secret into a document by hand, the Hub kept that version before
     the next write replaced it, and the owner purges it: no command and no file (nor any
     git object, uncompressed) under AMUX_HOME yields those bytes afterwards."""
     home = memory_hub.home
-    clean = amux(home, "memory", "upsert", "notes/aws.md", "--expected-revision", "absent",
-                 stdin="use the deploy role\n")[1]["revision"]
-    document = home / "memory" / "global" / "notes" / "aws.md"
-    document.write_text(f"use the deploy role\ntoken {SECRET}\n")  # by hand
-    leaked = revision_of(document.read_bytes())
-    code, fixed, err = amux(home, "memory", "upsert", "notes/aws.md", "--expected-revision",
-                            leaked, stdin="use the deploy role (token in the vault)\n")
-    assert code == 0, err
-    log = amux(home, "memory", "log", "notes/aws.md")[1]["changes"]
-    assert [c["operation"] for c in log] == ["update", "hand edit", "create"]
+    clean, leaked, fixed = edited_by_hand_then_replaced(
+        home, "notes/aws.md", "use the deploy role\n",
+        f"use the deploy role\ntoken {SECRET}\n".encode(),
+        "use the deploy role (token in the vault)\n")
     assert SECRET.encode() in all_bytes_under(home)  # history kept it, as it must
-    code, refused, _ = amux(home, "memory", "purge", "notes/aws.md", "--revision",
-                            fixed["revision"])
+    code, refused, _ = amux(home, "memory", "purge", "notes/aws.md", "--revision", fixed)
     assert refused["error"]["code"] == "invalid_argument"  # the current content stays
     code, purged, err = amux(home, "memory", "purge", "notes/aws.md", "--revision", leaked)
     assert code == 0 and purged["purged"] == 1, err
     assert SECRET.encode() not in all_bytes_under(home)
     log = amux(home, "memory", "log", "notes/aws.md")[1]["changes"]
-    assert [c["revision"] for c in log] == [fixed["revision"], clean]
+    assert [c["revision"] for c in log] == [fixed, clean]
     code, gone, _ = amux(home, "memory", "show", "notes/aws.md", "--revision", leaked)
     assert gone["error"]["code"] == "not_found"
     code, _, _ = amux(home, "memory", "upsert", "notes/aws.md", "--expected-revision",
-                      fixed["revision"], stdin="after the purge\n")
+                      fixed, stdin="after the purge\n")
     assert code == 0  # history goes on after its rebuild
 
 
@@ -183,16 +193,9 @@ def test_a_hand_edit_that_is_not_utf8_is_shown_as_such_and_diffed(
     version answers `not_utf8` naming the byte, and a diff shows it with those bytes
     replaced, saying so (not `internal`, with a UnicodeDecodeError in the Hub's log)."""
     home = memory_hub.home
-    first = amux(home, "memory", "upsert", "notes/cafe.md", "--expected-revision", "absent",
-                 stdin="the café opens at 8\n")[1]["revision"]
-    document = home / "memory" / "global" / "notes" / "cafe.md"
-    document.write_bytes("the café opens at 9\n".encode("latin-1"))  # by hand
-    by_hand = revision_of(document.read_bytes())
-    code, _, err = amux(home, "memory", "upsert", "notes/cafe.md", "--expected-revision",
-                        by_hand, stdin="the café opens at 10\n")
-    assert code == 0, err
-    log = amux(home, "memory", "log", "notes/cafe.md")[1]["changes"]
-    assert [c["operation"] for c in log] == ["update", "hand edit", "create"]
+    first, by_hand, _ = edited_by_hand_then_replaced(
+        home, "notes/cafe.md", "the café opens at 8\n",
+        "the café opens at 9\n".encode("latin-1"), "the café opens at 10\n")
     code, shown, err = amux(home, "memory", "show", "notes/cafe.md", "--revision", by_hand)
     assert shown["error"]["code"] == "not_utf8", shown
     assert "not valid UTF-8 at byte 7" in err and code != 0
