@@ -13,9 +13,11 @@ are public: add, never rename. Standard library only: the single-file client car
     ├── InvalidArgument      invalid_argument      (what the caller gave is wrong: exit 2)
     │   ├── UsageError                             (a command line its parser refused:
     │   │                                           amux.client.args)
-    │   └── PlanRefused                            (an agent's arguments or set-up amux
-    │       ├── ResumeFlagRefused                   cannot launch with: amux.adapters.base)
-    │       └── EndpointRefused
+    │   ├── PlanRefused                            (an agent's arguments or set-up amux
+    │   │   ├── ResumeFlagRefused                   cannot launch with: amux.adapters.base)
+    │   │   └── EndpointRefused
+    │   └── AgentNotStarted                        (the agent named cannot be started:
+    │                                               amux.launcher.supervise)
     ├── InvalidPath          invalid_path          (+ reason)
     │   └── FileInTheWay                           (a file where a folder must be:
     │                                               amux.memory.fs)

@@ -470,12 +470,12 @@ class Adapter(Protocol):
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         """The instructions the agent would add from the user's own set-up (its config
         layers, instruction files), in the agent's order; amux merges its protocol after
-        them. Raises `ValueError` naming a file it cannot read."""
+        them. Raises `PlanRefused` naming a file it cannot read."""
         ...
 
     def user_settings(self, args: tuple[str, ...], probe: Probe) -> Mapping[str, str]:
         """What `plan` must merge with from the user's set-up, at every launch (see
-        `AgentRequest.user_settings`). Raises `ValueError` naming what it cannot read."""
+        `AgentRequest.user_settings`). Raises `PlanRefused` naming what it cannot read."""
         ...
 
     def isolated_env(self, home: str) -> Mapping[str, str | None]:

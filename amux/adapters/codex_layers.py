@@ -70,7 +70,7 @@ import sys
 from collections.abc import Mapping
 
 from amux import __version__
-from amux.adapters.base import Probe, take_option
+from amux.adapters.base import PlanRefused, Probe, take_option
 from amux.typing_light import NamedTuple
 
 APP_SERVER_TIMEOUT = 5.0
@@ -528,9 +528,9 @@ def read_config(probe: Probe, path: str, *, absent_if_not_a_directory: bool = Fa
     except NotADirectoryError:
         if absent_if_not_a_directory:
             return {}
-        raise ValueError(f"cannot read Codex's {path}: not a directory on its path") from None
+        raise PlanRefused(f"cannot read Codex's {path}: not a directory on its path") from None
     except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read Codex's {path}: {exc}") from None
+        raise PlanRefused(f"cannot read Codex's {path}: {exc}") from None
 
 
 def _string(config: Mapping[str, object], key: str) -> str | None:

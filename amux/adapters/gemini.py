@@ -116,7 +116,7 @@ def context_names(settings: Mapping[str, Any], where: str) -> list[str]:
             continue
         normal = posixpath.normpath(name.strip())
         if "/" in normal or normal in (os.curdir, os.pardir):
-            raise ValueError(f"{where}: context.fileName {name!r} is not a plain file name; "
+            raise PlanRefused(f"{where}: context.fileName {name!r} is not a plain file name; "
                              "amux adds its protocol to Gemini's global context file in "
                              "~/.gemini itself, so name a file there (e.g. \"GEMINI.md\")")
         found.append(normal)
@@ -209,7 +209,7 @@ class GeminiAdapter:
         try:
             text = probe.read_text(path)
         except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read Gemini's {path}: {exc}") from None
+            raise PlanRefused(f"cannot read Gemini's {path}: {exc}") from None
         found = {"home": home, **({SETTINGS: text} if text is not None else {})}
         if probe.env.get(TRUSTED):
             found[TRUSTED] = probe.env[TRUSTED]
@@ -226,7 +226,7 @@ class GeminiAdapter:
         try:
             text = probe.read_text(path)
         except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read Gemini's {path}: {exc}") from None
+            raise PlanRefused(f"cannot read Gemini's {path}: {exc}") from None
         return (text,) if text else ()
 
     def isolated_env(self, home: str) -> Mapping[str, str | None]:

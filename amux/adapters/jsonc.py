@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import re
 
+from amux.adapters.base import PlanRefused
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -62,7 +64,7 @@ def load_object(text: str, where: str, fix: str) -> dict[str, Any]:
     try:
         value = loads(text)
     except ValueError as exc:
-        raise ValueError(f"{where} is not valid JSON(C): {exc}; {fix}") from None
+        raise PlanRefused(f"{where} is not valid JSON(C): {exc}; {fix}") from None
     if not isinstance(value, dict):
-        raise ValueError(f"{where} is not a JSON object; {fix}")
+        raise PlanRefused(f"{where} is not a JSON object; {fix}")
     return value

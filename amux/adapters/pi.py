@@ -43,6 +43,7 @@ from amux.adapters.base import (
     LaunchPlan,
     ModelWire,
     PlanFile,
+    PlanRefused,
     Probe,
     Requirement,
     ResumeFlagRefused,
@@ -99,7 +100,7 @@ def _flag_text(probe: Probe, value: str) -> str:
     try:
         text = probe.read_text(path)
     except UnicodeDecodeError as exc:
-        raise ValueError(f"cannot read {path} (named by Pi's {APPEND}): {exc}") from None
+        raise PlanRefused(f"cannot read {path} (named by Pi's {APPEND}): {exc}") from None
     except (OSError, ValueError):  # ValueError: a NUL byte, never a file name
         return value
     return value if text is None else text
@@ -121,7 +122,7 @@ def _discovered(probe: Probe) -> str | None:
         except NotADirectoryError:
             continue
         except (OSError, ValueError) as exc:
-            raise ValueError(f"cannot read Pi's {path}: {exc}") from None
+            raise PlanRefused(f"cannot read Pi's {path}: {exc}") from None
         if text is not None:
             return text
     return None

@@ -302,7 +302,7 @@ def _read(probe: Probe, path: str, what: str) -> dict[str, str]:
     try:
         text = probe.read_text(path)
     except (OSError, ValueError) as exc:
-        raise ValueError(f"cannot read Qwen Code's {what} {path}: {exc}") from None
+        raise PlanRefused(f"cannot read Qwen Code's {what} {path}: {exc}") from None
     return {} if text is None else {"text": text}
 
 
@@ -315,9 +315,9 @@ def _file_or_text(probe: Probe, value: str) -> str:
     except OSError as exc:  # a long JSON text is no file name (ENAMETOOLONG): the value
         if exc.errno in (errno.ENAMETOOLONG, errno.ENOTDIR):
             return value
-        raise ValueError(f"cannot read the --mcp-config file {value}: {exc}") from None
+        raise PlanRefused(f"cannot read the --mcp-config file {value}: {exc}") from None
     except ValueError as exc:
-        raise ValueError(f"cannot read the --mcp-config file {value}: {exc}") from None
+        raise PlanRefused(f"cannot read the --mcp-config file {value}: {exc}") from None
     return value if text is None else text
 
 

@@ -409,12 +409,9 @@ def _prepare(home: Path, request: RunRequest, client: Path,
                         executable=None if request.dry_run else executable,
                         cache=None if request.dry_run else home / "cache" / "probe.json",
                         files=files)
-    try:
-        user = (adapter.user_instructions(tuple(request.args), probe)
-                if new and memory is not None else ())
-        settings = adapter.user_settings(tuple(request.args), probe)
-    except ValueError as problem:
-        raise InvalidArgument(str(problem)) from None
+    user = (adapter.user_instructions(tuple(request.args), probe)
+            if new and memory is not None else ())
+    settings = adapter.user_settings(tuple(request.args), probe)
     plan = adapter.plan(AgentRequest(
         executable=executable, args=tuple(request.args), memory=memory,
         user_instructions=user,
@@ -450,7 +447,7 @@ def launch(home: Path, request: RunRequest) -> int:
 
 def apply(home: Path, launch: Launch, client: Path) -> int:
     """Act on `launch`: freeze, wire, write, supervise, learn, clean up; the exit status."""
-    from amux.launcher.supervise import AgentNotStarted, supervise
+    from amux.launcher.supervise import supervise
 
     session, plan = launch.session, launch.plan
     if launch.new:
@@ -476,8 +473,6 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
         try:
             status = supervise(list(plan.argv), env, run_as=launch.run_as,
                                on_start=None if watch is None else watch.start)
-        except AgentNotStarted as problem:
-            raise InvalidArgument(str(problem)) from None
         finally:
             # Revoked first: nothing done in the agent user's files afterwards (which may
             # fail, or be stopped) can leave the agent's token valid.

@@ -39,6 +39,7 @@ import subprocess
 from collections.abc import Callable
 from types import FrameType
 
+from amux.errors import InvalidArgument
 from amux.typing_light import NamedTuple
 
 _Handler = Callable[[int, FrameType | None], None] | signal.Handlers
@@ -53,8 +54,9 @@ STOP_GRACE = 5.0
 killed (time to save its session; `docker stop` gives 10, a user's `kill` expects less)."""
 
 
-class AgentNotStarted(Exception):
-    """The agent executable could not be started (not found, not executable, bad cwd)."""
+class AgentNotStarted(InvalidArgument):
+    """The agent executable could not be started (not found, not executable, bad cwd):
+    what the user named cannot run (`invalid_argument`)."""
 
     def __init__(self, argv: list[str], error: OSError) -> None:
         self.argv = argv
