@@ -58,7 +58,7 @@ def _too_deep(value: Any) -> bool:
 
 
 def load_object(text: str, where: str, fix: str) -> dict[str, Any]:
-    """The JSON object a user's config text holds; `ValueError` naming `where` (the file or
+    """The JSON object a user's config text holds; `PlanRefused` naming `where` (the file or
     variable) and saying `fix` when it is not valid JSONC (nesting within `MAX_DEPTH`
     included) or not an object."""
     try:
