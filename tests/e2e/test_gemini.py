@@ -212,7 +212,7 @@ def interactive(argv: list[str], env: dict[str, str], cwd: Path, model: MockMode
     drain.start()
     try:
         assert model.wait_for(lambda request: not request.side, 90) is not None
-        time.sleep(seconds)
+        time.sleep(seconds)  # the test: what the UI asks for in that time
     finally:
         os.killpg(agent.pid, signal.SIGKILL)
         agent.wait(10)
