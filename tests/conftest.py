@@ -11,6 +11,7 @@ import pytest
 
 from amux.memory import GLOBAL, Scope, Store
 from tests.hubproc import HubProcess
+from tests.isolation.world import world  # noqa: F401 (the fixture of tests/isolation and tests/e2e)
 
 END_TO_END = ("tests/e2e/", "tests/isolation/", "tests/eval/test_live.py",
               "tests/test_readme.py")
