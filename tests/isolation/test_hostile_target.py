@@ -175,8 +175,8 @@ def test_an_amux_directory_linked_elsewhere_gets_nothing_made_there(world: World
     a = user_a(world)
     secret = secret_of(vault)
     plant(world, a, f"ln -s {vault} .amux")
-    done = world.run(a, str(world.agents / "pi"), "-p", "hi")
-    assert done.returncode == 2 and "cannot prepare" in done.stderr, done.stderr
+    done = world.run(a, str(world.agents / "pi"), "-p", "hi")  # storage_unavailable: exit 8
+    assert done.returncode == 8 and "cannot prepare" in done.stderr, done.stderr
     assert world.records() == []
     assert_untouched(vault, secret)
     assert world.live_tokens() == []  # revoked however the launch ended
