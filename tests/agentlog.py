@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
+
+from tests.wait import wait_until
 
 KEEPS_SESSION = '''
 import os, sys
@@ -32,11 +33,9 @@ agent would (Claude's projects, Gemini's chats, Pi's session file), unless it fa
 def wait_for_pid(log: Path, timeout: float = 30) -> int:
     """The pid a scripted agent writes to `<log>.pid` once it is running and waiting."""
     pid_file = Path(str(log) + ".pid")
-    deadline = time.monotonic() + timeout
-    while not pid_file.exists() or not pid_file.read_text():
-        assert time.monotonic() < deadline, "the agent never started"
-        time.sleep(0.05)
-    return int(pid_file.read_text())
+    return int(wait_until(lambda: pid_file.exists() and pid_file.read_text(), timeout,
+                          "the agent to start and write its pid"))
+
 
 
 def find(*roots: Path) -> list[str]:

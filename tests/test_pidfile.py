@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 
 import psutil
 import pytest
 
 from amux import pidfile
+from tests.wait import wait_until
 
 
 def test_the_proc_reading_is_psutils_create_time() -> None:
@@ -30,10 +30,8 @@ def test_the_proc_reading_is_psutils_create_time() -> None:
 def test_zombies_and_dead_pids_have_no_start_time() -> None:
     child = subprocess.Popen(["true"])
     try:
-        deadline = time.monotonic() + 10
-        while psutil.Process(child.pid).status() != psutil.STATUS_ZOMBIE:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_until(lambda: psutil.Process(child.pid).status() == psutil.STATUS_ZOMBIE, 10,
+                   "the exited child to be a zombie")
         assert pidfile._started(child.pid) is None
         assert pidfile._psutil_started(child.pid) is None
     finally:

@@ -20,7 +20,7 @@ import pytest
 
 from amux.adapters import ADAPTERS, codex_layers
 from amux.launcher.probe import SystemProbe
-from tests.adapters.test_hooks import FakeProbe
+from tests.adapting import FakeProbe
 from tests.peers import npm_bin
 
 CODEX = "/opt/codex/bin/codex"

@@ -7,7 +7,6 @@ import json
 import uuid
 
 import pytest
-import tomlkit
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -16,26 +15,13 @@ from amux.adapters.base import (
     PROMPT,
     AgentRequest,
     LaunchPlan,
-    Memory,
     ResumeFlagRefused,
     chosen_uuid,
 )
 from amux.adapters.fallback import FallbackAdapter
 from amux.protocol.render import render
-from tests.adapters.test_hooks import FakeProbe
+from tests.adapting import USER_ARGS, USER_TEXT, memory, plan
 
-USER_TEXT = 'Always answer in "British" English.\nNever use tabs.'
-# How each agent's user passes their own instructions, and the agent's resume flags.
-USER_ARGS = {
-    "claude": ["-p", "hello", "--append-system-prompt", USER_TEXT],
-    "codex": ["-c", f"developer_instructions={tomlkit.item(USER_TEXT).as_string()}",
-              "exec", "hello"],
-    "pi": ["-p", "--append-system-prompt", USER_TEXT, "hello"],
-    "opencode": ["run", "hello"],  # theirs are files OpenCode reads itself (OWN_FILES)
-    "gemini": ["-p", "hello"],  # its user writes them in ~/.gemini/GEMINI.md (USER_FILES)
-    "copilot": ["-p", "hello"],  # theirs are files Copilot reads itself (OWN_FILES)
-    "qwen": ["-p", "hello", "--append-system-prompt", USER_TEXT],
-}
 RESUME_FLAGS = {"copilot": ["--resume=x", "-p", "hello"],
                 "claude": ["--resume", "x"], "codex": ["exec", "resume", "x"],
                 "pi": ["--session", "x"], "gemini": ["--resume", "x"],
@@ -63,37 +49,11 @@ EPHEMERAL_ARGS = {  # the agent's own mode that keeps no session
 }
 NO_EPHEMERAL_MODE = {"gemini", "opencode", "copilot"}
 """Agents that keep every session (nothing to pass on, nothing to refuse)."""
-USER_FILES: dict[str, dict[str, str]] = {  # an agent whose user writes them in a file
-    "gemini": {"/home/u/.gemini/GEMINI.md": USER_TEXT},
-}
 OWN_FILES = {"opencode", "copilot"}
 """Agents that read all of the user's instructions themselves (AGENTS.md, their config's
 instruction files), before amux's own file: the merged text is the protocol alone, and
 that order is proven with the real agent (tests/e2e/test_opencode.py)."""
 NAMES = sorted(ADAPTERS)
-
-
-def memory(channel: str) -> Memory:
-    return Memory(protocol=render(channel),  # type: ignore[arg-type]
-                  mcp_command=("/opt/amux/bin/amux", "memory", "mcp"),
-                  env={"AMUX_MEMORY_CONFIG": "/home/u/.local/share/amux/run/agents/s/memory.json"},
-                  bin_dir="/home/u/.local/share/amux/run/agents/s/bin")
-
-
-def plan(name: str, *, with_memory: bool = True, resume: bool = False,
-         frozen: str | None = None, args: list[str] | None = None,
-         agent_session: str | None = "agent-session-1") -> LaunchPlan:
-    adapter = ADAPTERS[name]
-    given = tuple(USER_ARGS[name] if args is None else args)
-    return adapter.plan(AgentRequest(
-        executable=f"/usr/bin/{name}", args=given,
-        memory=memory(adapter.channel) if with_memory else None,
-        # As the launcher does: the agent's own instructions are read for a new session only.
-        user_instructions=() if resume else adapter.user_instructions(
-            given, FakeProbe(USER_FILES.get(name, {}))),
-        frozen_instructions=frozen, agent_session=agent_session, resume=resume,
-        files_dir="/home/u/.local/share/amux/sessions/s",
-        user_settings=adapter.user_settings(given, FakeProbe({}))))  # every launch
 
 
 def carriers(launch: LaunchPlan, needle: str) -> list[str]:

@@ -28,8 +28,7 @@ from amux.adapters.copilot import (
     instruction_dirs,
     quiet_answer,
 )
-from tests.adapters.test_contract import memory
-from tests.adapters.test_hooks import FakeProbe
+from tests.adapting import FakeProbe, memory
 
 SESSION_DIR = "/home/u/.local/share/amux/sessions/s"
 ADAPTER = CopilotAdapter()

@@ -21,24 +21,11 @@ from amux.adapters.base import (
     AgentRequest,
     EndpointRefused,
     EndpointRequest,
-    LaunchPlan,
 )
 from amux.adapters.fallback import FallbackAdapter
 from amux.adapters.pi import ENDPOINT_FILE
-from tests.adapters.test_contract import USER_ARGS, memory
+from tests.adapting import URL, endpoint_plan
 from tests.peers import missing
-
-URL = "http://127.0.0.1:11434/v1"
-
-
-def plan(name: str, endpoint: EndpointRequest | None, *, with_memory: bool = True,
-         files_dir: str = "/home/u/.local/share/amux/sessions/s",
-         args: list[str] | None = None) -> LaunchPlan:
-    adapter = ADAPTERS[name]
-    return adapter.plan(AgentRequest(
-        executable=f"/usr/bin/{name}", args=tuple(USER_ARGS[name] if args is None else args),
-        memory=memory(adapter.channel) if with_memory else None,
-        agent_session="agent-session-1", files_dir=files_dir, endpoint=endpoint))
 
 
 def codex_overrides(argv: tuple[str, ...]) -> dict[str, object]:
@@ -55,8 +42,8 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
     suppression are those of the plan without it."""
     api = {"claude": "anthropic", "gemini": "gemini"}.get(name, "openai")
     url = URL.removesuffix("/v1") if name == "claude" else URL
-    bare = plan(name, None, with_memory=with_memory)
-    pointed = plan(name, EndpointRequest(url, "qwen3", api), with_memory=with_memory)
+    bare = endpoint_plan(name, None, with_memory=with_memory)
+    pointed = endpoint_plan(name, EndpointRequest(url, "qwen3", api), with_memory=with_memory)
     extra = len(pointed.argv) - len(bare.argv)
     assert pointed.argv[:1] + pointed.argv[1 + extra:] == bare.argv
     merged = {"OPENCODE_CONFIG_CONTENT"}  # one JSON text: its keys are compared below
@@ -117,15 +104,15 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
 def test_a_key_is_named_never_held() -> None:
     """The key's variable is named in the plan (or copied by the launcher): its value is in
     no plan, so no dry run can print it."""
-    claude = plan("claude", EndpointRequest(URL, "m", None, "MY_KEY"))
+    claude = endpoint_plan("claude", EndpointRequest(URL, "m", None, "MY_KEY"))
     assert claude.env_from == {"ANTHROPIC_API_KEY": "MY_KEY"}
     assert "ANTHROPIC_AUTH_TOKEN" in claude.unset and "ANTHROPIC_API_KEY" not in claude.env
-    bearer = plan("claude", EndpointRequest(URL, "m", None, "ANTHROPIC_AUTH_TOKEN"))
+    bearer = endpoint_plan("claude", EndpointRequest(URL, "m", None, "ANTHROPIC_AUTH_TOKEN"))
     assert bearer.env_from == {"ANTHROPIC_AUTH_TOKEN": "ANTHROPIC_AUTH_TOKEN"}
     assert "ANTHROPIC_API_KEY" in bearer.unset
-    codex = codex_overrides(plan("codex", EndpointRequest(URL, "m", None, "MY_KEY")).argv)
+    codex = codex_overrides(endpoint_plan("codex", EndpointRequest(URL, "m", None, "MY_KEY")).argv)
     assert codex[f"model_providers.{ENDPOINT_PROVIDER}.env_key"] == "MY_KEY"
-    [pi_file] = [f for f in plan("pi", EndpointRequest(URL, "m", None, "MY_KEY")).files
+    [pi_file] = [f for f in endpoint_plan("pi", EndpointRequest(URL, "m", None, "MY_KEY")).files
                  if f.path.endswith(ENDPOINT_FILE)]
     assert '"apiKey": "MY_KEY"' in pi_file.text
 
@@ -137,7 +124,7 @@ def test_a_key_is_named_never_held() -> None:
 def test_an_api_the_agent_cannot_speak_is_refused_naming_what_it_needs(
         name: str, api: str, needs: str) -> None:
     with pytest.raises(EndpointRefused, match=needs):
-        plan(name, EndpointRequest(URL, "m", api))  # type: ignore[arg-type]
+        endpoint_plan(name, EndpointRequest(URL, "m", api))  # type: ignore[arg-type]
 
 
 def test_an_agent_amux_does_not_know_cannot_be_pointed() -> None:
@@ -158,7 +145,8 @@ def test_pis_extension_registers_exactly_the_endpoint_whatever_its_text(
     separators, `</script>`…): Node imports it and it registers that provider, unchanged."""
     node = shutil.which("node") or missing("node")
     directory = tmp_path_factory.mktemp("pi")
-    pointed = plan("pi", EndpointRequest(url, model, "openai", key), files_dir=str(directory))
+    pointed = endpoint_plan("pi", EndpointRequest(url, model, "openai", key),
+                            files_dir=str(directory))
     [file] = [f for f in pointed.files if f.path.endswith(ENDPOINT_FILE)]
     path = Path(file.path.removesuffix(".js") + ".mjs")  # ESM for plain node, as Pi loads it
     path.write_text(file.text, encoding="utf-8")
@@ -182,7 +170,7 @@ def test_a_user_and_password_in_the_url_never_reach_argv(name: str) -> None:
     in its settings, marked secret for the dry run."""
     api = {"claude": "anthropic", "gemini": "gemini"}.get(name, "openai")
     url = URL.replace("://", "://me:s3cr3t%40x@")
-    pointed = plan(name, EndpointRequest(url, "qwen3", api))
+    pointed = endpoint_plan(name, EndpointRequest(url, "qwen3", api))
     assert not [arg for arg in pointed.argv if "s3cr3t" in arg]
     held = [*pointed.env.values(), *(file.text for file in pointed.files)]
     if name == "codex":

@@ -20,8 +20,7 @@ from amux.adapters.base import (
     ResumeFlagRefused,
 )
 from amux.adapters.gemini import GeminiAdapter
-from tests.adapters.test_contract import memory
-from tests.adapters.test_hooks import FakeProbe
+from tests.adapting import FakeProbe, memory
 
 SESSION_DIR = "/home/u/.local/share/amux/sessions/s"
 MIRROR = f"{SESSION_DIR}/gemini-home"

@@ -3,14 +3,12 @@ real `SystemProbe`. Codex's config layers: tests/adapters/test_codex_layers.py."
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import signal
 import stat
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -18,64 +16,8 @@ import pytest
 from amux.adapters import ADAPTERS
 from amux.launcher.probe import CACHE_ENTRIES, SystemProbe
 from amux.launcher.supervise import RunAs
-
-
-class FakeProbe(SystemProbe):
-    """The real probe's surroundings (env, cwd, executable, warnings) with files from a
-    dict (a directory is any prefix of a file's path; a file's signature is its text's
-    hash, unless `stats` says otherwise) and commands answered from a dict of argv tuples
-    (recorded in `ran` with their stdin, and their environment changes in `ran_env`);
-    the cache is a dict, shared between probes that are given the same one: nothing is
-    read from disk or run."""
-
-    def __init__(self, files: dict[str, str], env: Mapping[str, str] | None = None,
-                 cwd: str = "/work/project",
-                 commands: dict[tuple[str, ...], tuple[int, str, str]] | None = None,
-                 executable: str | None = None, cache: dict[str, str] | None = None,
-                 stats: dict[str, str | None] | None = None) -> None:
-        super().__init__(env or {"HOME": "/home/u"}, cwd, executable=executable)
-        self.files = files
-        self.commands = commands or {}
-        self.cache = {} if cache is None else cache
-        self.stats = stats or {}
-        self.read: list[str] = []
-        self.ran: list[tuple[tuple[str, ...], str]] = []
-        self.ran_env: list[Mapping[str, str | None] | None] = []
-
-    def read_text(self, path: str) -> str | None:
-        self.read.append(path)
-        return self.files.get(path)
-
-    def realpath(self, path: str) -> str:
-        return os.path.normpath(os.path.join(self.cwd, path))
-
-    def list_dir(self, path: str) -> list[str] | None:
-        prefix = path.rstrip("/") + "/"
-        return sorted({name[len(prefix):].split("/")[0] for name in self.files
-                       if name.startswith(prefix)})
-
-    def stat_signature(self, path: str) -> str | None:
-        if path in self.stats:
-            return self.stats[path]
-        if path in self.files:
-            return "file:" + hashlib.sha256(self.files[path].encode()).hexdigest()[:16]
-        if any(name.startswith(path.rstrip("/") + "/") for name in self.files):
-            return "dir"
-        return "absent"
-
-    def recall(self, key: str) -> str | None:
-        return self.cache.get(key)
-
-    def remember(self, key: str, value: str) -> None:
-        self.cache[key] = value
-
-    def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float,
-            until: Callable[[str], bool] | None = None,
-            env: Mapping[str, str | None] | None = None,
-            exit_grace: float | None = None) -> tuple[int, str, str] | None:
-        self.ran.append((tuple(argv), stdin))
-        self.ran_env.append(env)
-        return self.commands.get(tuple(argv))
+from tests.adapting import FakeProbe
+from tests.wait import wait_until
 
 
 def test_codex_instructions_from_config_and_profile() -> None:
@@ -135,10 +77,8 @@ def test_the_system_probe_kills_what_outlives_its_timeout(tmp_path: Path) -> Non
                      until=lambda line: False) is None
     assert time.monotonic() - started < 5
     pid = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(pid)  # the whole process group went, not only `sh`
+    # the whole process group goes, not only `sh`
+    wait_until(lambda: not _alive(pid), 5, "the backgrounded `sleep` to be killed")
 
 
 def _alive(pid: int) -> bool:

@@ -31,8 +31,7 @@ from amux.adapters.opencode import (
     pick_session,
 )
 from amux.protocol.render import render
-from tests.adapters.test_contract import memory
-from tests.adapters.test_hooks import FakeProbe
+from tests.adapting import FakeProbe, memory
 
 OPENCODE = ADAPTERS["opencode"]
 FILES = "/home/u/.local/share/amux/sessions/s"

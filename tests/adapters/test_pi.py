@@ -11,7 +11,7 @@ import pytest
 from amux.adapters.base import AgentRequest, LaunchPlan, Memory, PlanFile, ResumeFlagRefused
 from amux.adapters.pi import EPHEMERAL, PiAdapter
 from amux.protocol.render import render
-from tests.adapters.test_hooks import FakeProbe
+from tests.adapting import FakeProbe
 
 PI = PiAdapter()
 CWD = "/work/project"

@@ -21,8 +21,7 @@ from amux.adapters.base import (
     ResumeFlagRefused,
 )
 from amux.adapters.qwen import MCP_FILE, SETTINGS_FILE, QwenAdapter
-from tests.adapters.test_contract import memory
-from tests.adapters.test_hooks import FakeProbe
+from tests.adapting import FakeProbe, memory
 
 SESSION_DIR = "/home/u/.local/share/amux/sessions/s"
 OURS = f"{SESSION_DIR}/{SETTINGS_FILE}"

@@ -17,13 +17,8 @@ from amux.eval.live import EXIT_CONTEXT, EXIT_FAILED, EXIT_RAN
 from tests.mockmodel import MockModel, Text
 from tests.peers import npm_bin
 
+pytestmark = pytest.mark.usefixtures("no_user_keys")  # the user's keys never reach the agent
 MODEL = "qwen3:14b"
-
-
-@pytest.fixture(autouse=True)
-def no_user_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def help_text(capsys: pytest.CaptureFixture[str]) -> str:

@@ -14,7 +14,6 @@ import pwd
 import secrets
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from amux.errors import AmuxError
 from amux.hub.paths import owner_socket_path
 from tests.hostile import as_user, require_root, throwaway_user
 from tests.hubproc import HubProcess, amux
+from tests.wait import wait_until
 
 LISTENER = r'''
 import socket, sys
@@ -66,16 +66,15 @@ class Listener:
 
     def connections(self, at_least: int) -> list[bytes]:
         """What each connection sent, once `at_least` connections were recorded."""
-        deadline = time.monotonic() + 10
-        while True:
+        def recorded() -> list[str]:
             lines = self.record.read_text().splitlines() if self.record.exists() else []
-            if len(lines) >= at_least or time.monotonic() > deadline:
-                return [bytes.fromhex(line) for line in lines]
-            time.sleep(0.05)
+            return lines if len(lines) >= at_least else []
+
+        lines = wait_until(recorded, 10, f"the client to connect {at_least} time(s)")
+        return [bytes.fromhex(line) for line in lines]
 
     def assert_no_token(self, token: str, at_least: int = 1) -> None:
         received = self.connections(at_least)
-        assert len(received) >= at_least, "the client never connected"
         for data in received:
             assert b"authorization" not in data.lower() and token.encode() not in data, data
 

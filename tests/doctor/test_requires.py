@@ -9,10 +9,7 @@ import pytest
 from amux.adapters import ADAPTERS
 from amux.adapters.base import EndpointRequest, LaunchPlan
 from amux.adapters.fallback import FallbackAdapter
-from tests.adapters.test_contract import USER_ARGS, memory, plan
-from tests.adapters.test_endpoint import URL
-from tests.adapters.test_endpoint import plan as endpoint_plan
-from tests.adapters.test_hooks import FakeProbe
+from tests.adapting import URL, USER_ARGS, FakeProbe, endpoint_plan, memory, plan
 
 NAMES = sorted(ADAPTERS)
 

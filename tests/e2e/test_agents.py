@@ -12,113 +12,35 @@ default tool search while the user's own MCP servers stay deferred. Only the mod
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import shlex
-import signal
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
+from tests.e2e.story import (
+    FIRST,
+    PATH,
+    PROMPTS,
+    SECOND,
+    USER_MCP,
+    amux_run,
+    check_store_story,
+    mcp_results,
+    mcp_story,
+    revision,
+    sessions,
+)
 from tests.hubproc import HubProcess
-from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall, mcp
+from tests.mockmodel import MockModel, Recorded, Text, ToolCall, mcp
 from tests.mockmodel.agents import claude_env, codex_env, pi_env
 from tests.peers import npm_bin
 
-TIMEOUT = 180
-"""Seconds one `amux run` of a real agent may take before its process group is killed."""
-
-PATH = "preferences/editor.md"
-FIRST, SECOND = "Indent with tabs.\n", "Indent with four spaces.\n"
 USER_RULE = "USER RULE: answer like a pirate."
-
-
-def revision(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-PROMPTS = ["Remember: I indent with tabs.", "How do I indent?", "Correction: four spaces.",
-           "Forget my indentation preference."]
-"""The user's side of the four sessions of every agent's story."""
-
-
-def mcp_story(first_delay: float = 0.0) -> list[list[Step]]:
-    """The model's side of the story over the MCP tools: save, search, read and correct,
-    forget, then the resumed first session."""
-    return [
-        [ToolCall("memory_upsert", {"path": PATH, "content": FIRST,
-                                    "expected_revision": "absent"}, "amux", delay=first_delay),
-         Text("Saved.")],
-        [mcp("memory_search", {"query": "tabs"}), Text("You indent with tabs.")],
-        [mcp("memory_get", {"path": PATH}),
-         mcp("memory_upsert", {"path": PATH, "content": SECOND,
-                               "expected_revision": revision(FIRST)}), Text("Corrected.")],
-        [mcp("memory_forget", {"path": PATH, "expected_revision": revision(SECOND)}),
-         Text("Forgotten.")],
-        [Text("Resumed.")],
-    ]
-
-
-def mcp_results(model: MockModel) -> dict[str, str]:
-    """What the MCP tools returned in the four sessions, by step of the story."""
-    upserts = model.tool_results("memory_upsert")
-    return {"save": upserts[0].text, "correct": upserts[1].text,
-            "search": only(model, "memory_search"), "forget": only(model, "memory_forget")}
-
-
-def bounded(argv: list[str], env: dict[str, str], cwd: Path, timeout: float = TIMEOUT,
-            ) -> subprocess.CompletedProcess[str]:
-    """Run `argv` to its end in a process group of its own, stdin closed; after `timeout`
-    seconds the whole group (the launcher, the agent, what it started: a relaunched node,
-    its MCP servers) is killed and the test fails."""
-    cwd.mkdir(parents=True, exist_ok=True)
-    with subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                          start_new_session=True) as process:
-        try:
-            out, err = process.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            out, err = process.communicate()
-            raise AssertionError(f"timed out after {timeout} s: {argv}\n{err[-3000:]}") from None
-    return subprocess.CompletedProcess(argv, process.returncode, out, err)
-
-
-def amux_run(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
-             ) -> subprocess.CompletedProcess[str]:
-    """`amux run ARGS` with `hub`'s home, bounded; it must succeed."""
-    done = bounded([sys.executable, "-m", "amux", "run", *args],
-                   {**env, "AMUX_HOME": str(hub.home)}, cwd)
-    assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-    return done
-
-
-def sessions(where: HubProcess | Path) -> list[dict[str, Any]]:
-    """Every amux session's state under a Hub's home (or that home), in start order (ids
-    started within one second sort by their random part, not by time)."""
-    home = where if isinstance(where, Path) else where.home
-    found = [json.loads((d / "state.json").read_text()) for d in (home / "sessions").iterdir()]
-    return sorted(found, key=lambda state: state["created_at"])
-
-
-def stored(hub: HubProcess) -> dict[str, Any]:
-    return dict(hub.call("/v1/memory/get", {"path": PATH})[1])
-
-
-def check_store_story(hub: HubProcess, model: MockModel, results: dict[str, str]) -> None:
-    """After the four sessions: what each tool returned, and the store's final state."""
-    saved = json.loads(json_line(results["save"]))
-    assert saved["revision"] == revision(FIRST) and saved["created"] is True
-    assert PATH in results["search"] and "tabs" in results["search"]
-    assert json.loads(json_line(results["correct"]))["revision"] == revision(SECOND)
-    assert json.loads(json_line(results["forget"])) == {"path": PATH, "deleted": True}
-    assert stored(hub)["exists"] is False
 
 
 def without_billing(parts: list[str]) -> list[str]:
@@ -164,7 +86,6 @@ def tool_names(request: Recorded) -> set[str]:
     return {str(tool.get("name")) for tool in request.tools}
 
 
-USER_MCP = Path(__file__).with_name("user_mcp.py")
 
 
 def test_claude_sends_the_memory_tools_up_front_and_leaves_the_users_deferred(
@@ -195,13 +116,6 @@ def test_claude_sends_the_memory_tools_up_front_and_leaves_the_users_deferred(
     for name in ("mcp__mine__user_lookup", "mcp__flagged__user_ping"):
         assert name in listed  # connected, and deferred
     assert "mcp__amux__" not in listed
-
-
-def only(model: MockModel, tool: str) -> str:
-    found = model.tool_results(tool)
-    assert found, f"no result for {tool}"
-    assert not found[-1].is_error, found[-1].text
-    return found[-1].text
 
 
 # -- Codex ----------------------------------------------------------------------------------
@@ -301,11 +215,6 @@ def test_pi(hub_on: HubProcess, tmp_path: Path) -> None:
     # `cc_version` suffix is a fingerprint of the request (it differs now and then between
     # a conversation's requests); the instructions are the rest, byte for byte.
     assert without_billing(resumed.instruction_parts) == without_billing(first.instruction_parts)
-
-
-def json_line(text: str) -> str:
-    """The JSON line a tool result carries (Codex and Pi add their own framing)."""
-    return next(line for line in text.splitlines() if line.startswith("{"))
 
 
 # -- discovery failures and memory switched off, with the real Claude Code -------------------

@@ -23,9 +23,9 @@ from typing import Any
 from amux.adapters.copilot import INSTRUCTIONS_FILE
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
-from tests.e2e.test_agents import amux_run, sessions
+from tests.e2e.story import USER_MCP, amux_run, sessions
 from tests.hubproc import HubProcess
-from tests.isolation.world import World, user_a, world  # noqa: F401 (fixture)
+from tests.isolation.world import World, user_a
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
 from tests.mockmodel.agents import copilot_env, run_agent
 from tests.peers import npm_bin
@@ -40,7 +40,6 @@ UPSERT = ToolCall("amux-memory_upsert", {"path": PATH, "content": FACT,
 SEARCH = ToolCall("amux-memory_search", {"query": "tabs"})
 AMUX_TOOLS = {f"amux-{tool['name']}" for tool in TOOLS}
 NATIVE = {"store_memory", "vote_memory"}
-USER_MCP = Path(__file__).with_name("user_mcp.py")
 
 
 def user_setup(root: Path, model: MockModel, cache: Path) -> tuple[dict[str, str], Path]:
@@ -223,7 +222,7 @@ def test_copilot_reaches_an_endpoint_with_a_key(memory_hub: HubProcess, tmp_path
     assert state["agent_session"] and secret not in json.dumps(state)
 
 
-def test_copilot_runs_isolated_as_another_user(world: World) -> None:  # noqa: F811
+def test_copilot_runs_isolated_as_another_user(world: World) -> None:
     """(7) `amux run --as-user`: Copilot as the target, in the target's own Copilot home
     and package cache (the launcher's are never passed on), pointed at the model with
     `--endpoint`; its memory call lands in the Hub under the target's principal. The pinned

@@ -5,7 +5,7 @@ user of a Gemini API key has), the work directory trusted, the user's own global
 `GEMINI.md` and an MCP server of theirs in `~/.gemini/settings.json`. Everything is real
 but the model: the CLI, the launcher with its mirror of Gemini's home, `amux memory mcp`
 and the Hub. The story: (1) the protocol is in Gemini's system instruction after the
-user's own global text, the memory tools are declared with their schemas beside the
+user's own global text, the memory tools are gemini_declared with their schemas beside the
 user's server; (2) a fact is saved, recalled in a new session, corrected and forgotten;
 (3) resuming the first session sends the same system instruction and its history; (4)
 Gemini's own memory files cannot be written through its file tools; (5) nothing of the
@@ -28,22 +28,22 @@ from typing import Any
 
 from amux.launcher.supervise import STOP_GRACE
 from amux.protocol.render import render
-from tests.e2e.test_agents import (
+from tests.e2e.story import (
     PROMPTS,
+    USER_MCP,
     amux_run,
     check_store_story,
+    gemini_declared,
     mcp_results,
     mcp_story,
     sessions,
 )
-from tests.e2e.test_gemini_cli import declared
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
 from tests.mockmodel.agents import gemini_env, gemini_mcp_server
 from tests.peers import npm_bin
 
 USER_GLOBAL = "USER-GLOBAL-RULE: answer like a pirate."
-USER_MCP = Path(__file__).with_name("user_mcp.py")
 
 
 def user_env(root: Path, model: MockModel) -> dict[str, str]:
@@ -87,7 +87,7 @@ def test_gemini_story(memory_hub: HubProcess, tmp_path: Path) -> None:
     protocol = render("mcp")
     assert f"{USER_GLOBAL}\n\n{protocol}" in text  # (1) in the system instruction, once
     assert text.count(protocol) == 1 and text.count(USER_GLOBAL) == 1
-    tools = declared(first)
+    tools = gemini_declared(first)
     assert {f"mcp_amux_{name}" for name in ("memory_search", "memory_get", "memory_upsert",
                                             "memory_forget", "result_continue")} <= set(tools)
     assert {"path", "content"} <= set(tools["mcp_amux_memory_upsert"]["parametersJsonSchema"]
@@ -167,7 +167,7 @@ def test_gemini_with_memory_off_and_the_hub_down(memory_hub: HubProcess,
         assert "hub_unreachable" in down.stderr
     for request in model.main():  # Gemini as it is: no protocol, no amux tools
         assert "amux memory protocol" not in system(request)
-        assert not any(name.startswith("mcp_amux_") for name in declared(request))
+        assert not any(name.startswith("mcp_amux_") for name in gemini_declared(request))
         assert USER_GLOBAL in system(request)
     assert [state["adapter"] for state in sessions(memory_hub)] == ["gemini", "gemini"]
 
@@ -212,7 +212,7 @@ def interactive(argv: list[str], env: dict[str, str], cwd: Path, model: MockMode
     drain.start()
     try:
         assert model.wait_for(lambda request: not request.side, 90) is not None
-        time.sleep(seconds)
+        time.sleep(seconds)  # the test: what the UI asks for in that time
     finally:
         os.killpg(agent.pid, signal.SIGKILL)
         agent.wait(10)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
-from typing import Any
 
+from tests.e2e.story import gemini_declared
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Text, mcp
 from tests.mockmodel.agents import amux_mcp_argv, gemini_env, gemini_mcp_server, run_agent
@@ -25,11 +25,6 @@ NOTE = "# Note\nsaved by the agent\n"
 def gemini(argv: list[str], env: dict[str, str], cwd: Path,
            ) -> subprocess.CompletedProcess[str]:
     return run_agent([npm_bin("gemini"), *argv], env, cwd, timeout=120)
-
-
-def declared(request: Any) -> dict[str, Any]:
-    """The request's function declarations by name."""
-    return {d["name"]: d for tool in request.tools for d in tool.get("functionDeclarations", [])}
 
 
 def test_gemini_p_answers_with_the_scripted_text(tmp_path: Path) -> None:
@@ -50,7 +45,7 @@ def test_gemini_p_answers_with_the_scripted_text(tmp_path: Path) -> None:
     assert router.path.endswith(":generateContent") and not router.tools
     # Headless and at default settings: no tool needing a confirmation is offered, so
     # neither its native memory tool nor a file-writing or shell tool is.
-    names = set(declared(main))
+    names = set(gemini_declared(main))
     assert {"read_file", "grep_search", "glob"} <= names
     assert not names & {"save_memory", "write_file", "replace", "run_shell_command"}
 
@@ -71,7 +66,7 @@ def test_gemini_calls_memory_upsert_on_the_real_mcp_server(
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "saved"
     first, second = model.main()
-    tools = declared(first)
+    tools = gemini_declared(first)
     assert {"mcp_amux_memory_upsert", "mcp_amux_memory_search"} <= set(tools)
     schema = tools["mcp_amux_memory_upsert"]["parametersJsonSchema"]
     assert {"path", "content"} <= set(schema["properties"])

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.e2e.test_agents import amux_run, sessions
-from tests.e2e.test_opencode_cli import is_side
+from tests.e2e.story import amux_run, opencode_is_side, sessions
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall, mcp
 from tests.mockmodel.agents import (
@@ -28,7 +27,7 @@ FACT = "The release branch is cut on Thursdays.\n"
 
 def side(request: Recorded) -> bool:
     """OpenCode's and Qwen Code's side requests (titles, memory extraction, classifiers)."""
-    return is_side(request) or qwen_is_side(request)
+    return opencode_is_side(request) or qwen_is_side(request)
 
 
 def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(

@@ -7,7 +7,7 @@ file in their own `OPENCODE_CONFIG_CONTENT` (which amux must merge into, not rep
 global `opencode.json` with an MCP server of theirs and `permission: {"*": "ask"}` (an ask
 is rejected in `opencode run`), and a project `AGENTS.md`. The offline settings of
 `opencode_env` are the sandbox's (no internet here), not amux's. OpenCode's title request
-(no tools) is a side request (`is_side`).
+(no tools) is a side request (`opencode_is_side`).
 """
 
 from __future__ import annotations
@@ -20,10 +20,15 @@ from typing import Any
 
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
-from tests.e2e.test_agents import amux_run, sessions
-from tests.e2e.test_opencode_cli import USER_MCP, is_side, system_text
+from tests.e2e.story import (
+    USER_MCP,
+    amux_run,
+    opencode_is_side,
+    opencode_system_text,
+    sessions,
+)
 from tests.hubproc import HubProcess
-from tests.isolation.world import World, user_a, world  # noqa: F401 (fixture)
+from tests.isolation.world import World, user_a
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
 from tests.mockmodel.agents import opencode_env, opencode_provider
 from tests.peers import npm_bin
@@ -66,7 +71,7 @@ def test_opencode_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
     with a byte-identical system message."""
     opencode = str(npm_bin("opencode"))
     with MockModel([UPSERT, Text("Saved.")], [SEARCH, Text("You indent with tabs.")],
-                   [Text("Resumed.")], is_side=is_side) as model:
+                   [Text("Resumed.")], is_side=opencode_is_side) as model:
         env, work = user_setup(tmp_path, model)
         amux_run(memory_hub, env, work, opencode, "--", "run", "Remember: I indent with tabs.")
         amux_run(memory_hub, env, work, opencode, "--", "run", "How do I indent?")
@@ -75,7 +80,7 @@ def test_opencode_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
                            "--format", "json", "Still there?")
     main = model.main()
     opening = main[0]
-    system = system_text(opening)
+    system = opencode_system_text(opening)
     protocol = render("mcp")
     # (1) OpenCode's own prompt first, then the user's, then the protocol file.
     assert system.startswith("You are opencode")
@@ -117,7 +122,7 @@ def test_opencode_without_memory_and_with_the_hub_down(hub: HubProcess,
     """(4) memory off on the Hub: no tools, no protocol, OpenCode still answers; (5) the Hub
     unreachable: the same, with a warning naming why."""
     opencode = str(npm_bin("opencode"))
-    with MockModel([Text("Off.")], [Text("Down.")], is_side=is_side) as model:
+    with MockModel([Text("Off.")], [Text("Down.")], is_side=opencode_is_side) as model:
         env, work = user_setup(tmp_path, model)
         off = amux_run(hub, env, work, opencode, "--", "run", "Hi.")  # memory.enabled false
         down = amux_run(hub, {**env, "AMUX_HUB": f"unix:{tmp_path}/no-hub.sock",
@@ -128,8 +133,8 @@ def test_opencode_without_memory_and_with_the_hub_down(hub: HubProcess,
     assert off.stdout.strip() == "Off." and down.stdout.strip() == "Down."
     for request in model.main():
         assert not set(AMUX_TOOLS) & set(tools(request))
-        assert "amux memory protocol" not in system_text(request)
-        assert USER_RULE in system_text(request)  # the user's own config still applies
+        assert "amux memory protocol" not in opencode_system_text(request)
+        assert USER_RULE in opencode_system_text(request)  # the user's own config still applies
     # Without memory the session is still learnt (the plugin), so it can be resumed.
     assert all(state["agent_session"] for state in sessions(hub.home))
 
@@ -139,7 +144,7 @@ def test_opencode_reaches_an_endpoint_with_a_key_it_reads_itself(memory_hub: Hub
     """`--endpoint` on a home with no provider: OpenCode substitutes `{env:VAR}` from its
     own environment, so the key reaches the server but no argv, plan or state holds it."""
     secret = "sk-endpoint-" + "7" * 20
-    with MockModel([Text("From the endpoint.")], is_side=is_side) as model:
+    with MockModel([Text("From the endpoint.")], is_side=opencode_is_side) as model:
         env = opencode_env(tmp_path, model)
         del env["OPENCODE_CONFIG_CONTENT"]  # no provider of the user's: the endpoint's only
         env["MY_ENDPOINT_KEY"] = secret
@@ -155,7 +160,7 @@ def test_opencode_reaches_an_endpoint_with_a_key_it_reads_itself(memory_hub: Hub
     assert all(r.headers.get("authorization") == f"Bearer {secret}" for r in model.side())
 
 
-def test_opencode_runs_isolated_as_another_user(world: World) -> None:  # noqa: F811
+def test_opencode_runs_isolated_as_another_user(world: World) -> None:
     """(7) `amux run --as-user`: OpenCode as the target, with the target's own config (the
     launcher's is never passed on); its session id is learnt and its memory call lands in
     the Hub under the target's principal. The pinned install under the repository is
@@ -167,7 +172,7 @@ def test_opencode_runs_isolated_as_another_user(world: World) -> None:  # noqa: 
     upsert = ToolCall("amux_memory_upsert", {"path": "notes/opencode.md",
                                              "content": "from opencode\n",
                                              "expected_revision": "absent"})
-    with MockModel([upsert, Text("Saved.")], is_side=is_side) as model:
+    with MockModel([upsert, Text("Saved.")], is_side=opencode_is_side) as model:
         config = Path(entry.pw_dir) / ".config" / "opencode"  # provisioned for A explicitly
         config.mkdir(parents=True)
         (config / "opencode.json").write_text(json.dumps(
@@ -185,4 +190,4 @@ def test_opencode_runs_isolated_as_another_user(world: World) -> None:  # noqa: 
     [state] = sessions(world.hub.home)
     assert state["as_user"] == a and state["agent_session"].startswith("ses_")
     assert model.main()[0].headers["x-session-id"] == state["agent_session"]
-    assert "amux memory protocol" in system_text(model.main()[0])
+    assert "amux memory protocol" in opencode_system_text(model.main()[0])

@@ -30,20 +30,15 @@ from typing import Any
 import pytest
 
 from amux.client.tools import TOOLS
+from tests.e2e.story import USER_MCP, opencode_is_side, opencode_system_text
 from tests.hubproc import HubProcess
-from tests.mockmodel import MockModel, Recorded, Text, ToolCall, default_is_side
+from tests.mockmodel import MockModel, Recorded, Text, ToolCall
 from tests.mockmodel.agents import amux_env, amux_mcp_argv
 from tests.peers import npm_bin
 
-USER_MCP = Path(__file__).with_name("user_mcp.py")
 PROTOCOL = "AMUX-PROTOCOL-LINE: search amux memory before answering about past work."
 USER_RULE = "USER-RULE-LINE: answer like a pirate."
 PROJECT_RULE = "PROJECT-RULE-LINE: this repository uses tabs."
-
-
-def is_side(request: Recorded) -> bool:
-    """OpenCode's title request (Chat Completions, no tools) beside the mock's defaults."""
-    return default_is_side(request) or (request.api == "chat" and not request.tools)
 
 
 def opencode_env(root: Path, **extra: str) -> dict[str, str]:
@@ -86,13 +81,6 @@ def opencode(env: dict[str, str], cwd: Path, *args: str,
                           timeout=timeout)
 
 
-def system_text(request: Recorded) -> str:
-    """OpenCode's one system message (Chat Completions `messages[0]`)."""
-    first = request.body["messages"][0]
-    assert first["role"] == "system"
-    return str(first["content"])
-
-
 def tool_names(request: Recorded) -> list[str]:
     return [str(tool["function"]["name"]) for tool in request.tools]
 
@@ -117,21 +105,21 @@ def opencode_bin() -> Path:
 
 
 def test_opencode_answers_from_the_mock(opencode_bin: Path, tmp_path: Path) -> None:
-    with MockModel([Text("Hello from the mock.")], is_side=is_side) as model:
+    with MockModel([Text("Hello from the mock.")], is_side=opencode_is_side) as model:
         env = opencode_env(tmp_path, OPENCODE_CONFIG_CONTENT=json.dumps(mock_provider(model)))
         done = opencode(env, tmp_path / "work", "Hi.")
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "Hello from the mock."
     [title] = model.side()  # the title agent's request, without tools
-    assert "title generator" in system_text(title)
+    assert "title generator" in opencode_system_text(title)
     [first] = model.main()
     assert first.path == "/v1/chat/completions" and first.body["stream"] is True
-    assert system_text(first).startswith("You are opencode")
+    assert opencode_system_text(first).startswith("You are opencode")
     assert first.body["messages"][1:] == [{"role": "user", "content": "Hi."}]
     # OpenCode's own tools: no memory tool among them.
     assert sorted(tool_names(first)) == ["bash", "edit", "glob", "grep", "read", "skill",
                                          "task", "todowrite", "webfetch", "write"]
-    assert "memory" not in system_text(first).lower()
+    assert "memory" not in opencode_system_text(first).lower()
 
 
 def test_opencode_calls_the_amux_mcp_server_declared_for_one_launch(
@@ -158,7 +146,7 @@ def test_opencode_calls_the_amux_mcp_server_declared_for_one_launch(
     upsert = ToolCall("amux_memory_upsert", {"path": "notes/opencode.md",
                                              "content": "# Note\nsaved by OpenCode\n",
                                              "expected_revision": "absent"})
-    with MockModel([upsert, Text("Saved.")], is_side=is_side) as model:
+    with MockModel([upsert, Text("Saved.")], is_side=opencode_is_side) as model:
         launch = {**mock_provider(model), "instructions": [str(protocol)],
                   "mcp": {"amux": amux_server(memory_hub)}}
         env = opencode_env(tmp_path, OPENCODE_CONFIG_CONTENT=json.dumps(launch))
@@ -166,7 +154,7 @@ def test_opencode_calls_the_amux_mcp_server_declared_for_one_launch(
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip() == "Saved."
     first, second = model.main()
-    system = system_text(first)
+    system = opencode_system_text(first)
     assert system.startswith("You are opencode")
     # Project AGENTS.md, then the `instructions` of every layer in order (global, then this
     # launch's): each file as "Instructions from: PATH\nTEXT", the protocol last.
@@ -196,7 +184,7 @@ def test_opencode_resumes_its_session_with_the_same_system_prompt(
     protocol = tmp_path / "amux-session" / "opencode-instructions.md"
     protocol.parent.mkdir()
     protocol.write_text(PROTOCOL + "\n")
-    with MockModel([Text("First.")], [Text("Second.")], is_side=is_side) as model:
+    with MockModel([Text("First.")], [Text("Second.")], is_side=opencode_is_side) as model:
         launch = {**mock_provider(model), "instructions": [str(protocol)]}
         env = opencode_env(tmp_path, OPENCODE_CONFIG_CONTENT=json.dumps(launch))
         first_run = opencode(env, tmp_path / "work", "--format", "json", "One.")
@@ -208,7 +196,7 @@ def test_opencode_resumes_its_session_with_the_same_system_prompt(
         assert session_id(again.stdout) == ses
     first, resumed = model.main()
     assert resumed.body["messages"][0] == first.body["messages"][0]
-    assert PROTOCOL in system_text(resumed)
+    assert PROTOCOL in opencode_system_text(resumed)
     assert [m["content"] for m in resumed.body["messages"][1:]] == ["One.", "First.", "Two."]
 
 
@@ -226,7 +214,7 @@ def test_opencode_asks_for_mcp_tools_under_a_users_ask_rule_unless_the_launch_al
         config.mkdir(parents=True)
         (config / "opencode.json").write_text(json.dumps({
             "$schema": "https://opencode.ai/config.json", "permission": {"*": "ask"}}))
-        with MockModel([search, Text("Searched.")], is_side=is_side) as model:
+        with MockModel([search, Text("Searched.")], is_side=opencode_is_side) as model:
             launch = {**mock_provider(model), "mcp": {"amux": amux_server(memory_hub)},
                       **({"permission": ours} if ours else {})}
             done = opencode(opencode_env(root, OPENCODE_CONFIG_CONTENT=json.dumps(launch)),
@@ -244,7 +232,7 @@ def test_opencode_import_keeps_a_session_id_chosen_up_front(opencode_bin: Path,
     """`--session` refuses an id it does not know, but `opencode import` stores a session with
     the id its file names, and `run --session` then continues that one."""
     chosen = "ses_0000amuxchosen000000000000"
-    with MockModel([Text("Chosen.")], is_side=is_side) as model:
+    with MockModel([Text("Chosen.")], is_side=opencode_is_side) as model:
         env = opencode_env(tmp_path, OPENCODE_CONFIG_CONTENT=json.dumps(mock_provider(model)))
         work = tmp_path / "work"
         unknown = opencode(env, work, "--session", chosen, "Hi.")

@@ -21,9 +21,9 @@ from typing import Any
 
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
-from tests.e2e.test_agents import amux_run, bounded, sessions
+from tests.e2e.story import USER_MCP, amux_run, bounded, sessions
 from tests.hubproc import HubProcess
-from tests.isolation.world import World, user_a, world  # noqa: F401 (fixture)
+from tests.isolation.world import World, user_a
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
 from tests.mockmodel.agents import QWEN_EXTRACTOR, base_env, qwen_env, qwen_is_side
 from tests.peers import npm_bin
@@ -33,7 +33,6 @@ FACT = "Indent with tabs.\n"
 USER_GLOBAL = "USER-GLOBAL-RULE: answer like a pirate."
 PROJECT_RULE = "PROJECT-RULE-LINE: this repository uses tabs."
 USER_APPEND = "USER-APPEND-LINE: be brief."
-USER_MCP = Path(__file__).with_name("user_mcp.py")
 UPSERT = ToolCall("mcp__amux__memory_upsert", {"path": PATH, "content": FACT,
                                                "expected_revision": "absent"})
 SEARCH = ToolCall("mcp__amux__memory_search", {"query": "tabs"})
@@ -254,7 +253,7 @@ def test_qwen_reaches_an_endpoint_with_a_key_it_never_holds(memory_hub: HubProce
     assert state["agent_session"] and secret not in json.dumps(state)
 
 
-def test_qwen_runs_isolated_as_another_user(world: World) -> None:  # noqa: F811
+def test_qwen_runs_isolated_as_another_user(world: World) -> None:
     """`amux run --as-user`: Qwen as the target, in the target's own `~/.qwen` (the
     launcher's QWEN_HOME is never passed on), pointed at the model by `--endpoint`; its
     memory call lands in the Hub under the target's principal and the session it keeps is

@@ -19,13 +19,8 @@ from tests.mockmodel import Text
 from tests.mockmodel.ollama import FakeOllama
 from tests.peers import npm_bin
 
+pytestmark = pytest.mark.usefixtures("no_user_keys")  # the user's keys never reach the agent
 MODEL = "qwen3:14b"
-
-
-@pytest.fixture(autouse=True)
-def no_user_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def test_ollama_serving_a_smaller_window_than_the_prompt_is_refused(

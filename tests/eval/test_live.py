@@ -26,6 +26,7 @@ from amux.eval.scenarios import BY_NAME, PROJECT
 from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall, default_is_side, mcp
 from tests.peers import npm_bin
 
+pytestmark = pytest.mark.usefixtures("no_user_keys")  # the user's keys never reach the agent
 ENTRY = "MEMORY.md"
 FACTS = ("---\nname: line-3-facts\ndescription: yield data source and staging port\n---\n"
          "- The authoritative source for the line 3 yield numbers is the MES table "
@@ -41,13 +42,6 @@ def rev(text: str) -> str:
 
 def seed(scenario: str, path: str = ENTRY) -> str:
     return BY_NAME[scenario].seed[path]
-
-
-@pytest.fixture(autouse=True)
-def no_user_keys(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "OPENAI_API_KEY",
-                 "GEMINI_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
 
 
 ROOT_URL = frozenset({"claude", "gemini"})

@@ -23,6 +23,7 @@ from amux.hub import loop
 from tests.hub.exposed import Exposed, expose
 from tests.hub.rawhttp import connect, parse, request
 from tests.hubproc import HubProcess, amux
+from tests.wait import wait_until
 
 NOFILE = 640
 """The descriptor limit of the capped Hubs: with its three listeners each takes
@@ -93,8 +94,16 @@ def test_stalled_heads_fill_their_listener_and_every_refused_one_is_told(
         opened.append(sock)
         sock.sendall(partial)
         held.append(sock)
-    time.sleep(0.5)
-    statuses = [_answer_now(sock) for sock in held]
+    answered: dict[int, int | None] = {}
+
+    def refused() -> bool:
+        for index, sock in enumerate(held):
+            if answered.get(index) is None:
+                answered[index] = _answer_now(sock)
+        return sum(status is not None for status in answered.values()) >= 150
+
+    wait_until(refused, 10, "the connections past the cap to be refused")
+    statuses = [answered[index] for index in range(len(held))]
     assert statuses.count(None) == cap  # held, until their head deadline
     assert statuses.count(503) == 150
     shared = capped.connection(f"unix:{capped.shared}")
@@ -159,8 +168,8 @@ def test_a_full_owner_socket_never_locks_out_its_owner(
                                 env={**environment, "AMUX_HOME": str(short_home)},
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            time.sleep(1.5)
-            assert show.poll() is None  # refused, retrying
+            time.sleep(1.5)  # the test: still refused, still retrying 1.5 s later
+            assert show.poll() is None
             for sock in held[:3]:
                 sock.close()
             out, err = show.communicate(timeout=20)
@@ -203,14 +212,10 @@ def test_an_mcp_server_closes_its_idle_connection(memory_hub: HubProcess) -> Non
             server.stdin.flush()
             if "id" in message:
                 assert "result" in json.loads(server.stdout.readline())
-        settle = time.monotonic() + 1  # the start-up check's own connection is closed
-        while held() != before + 1 and time.monotonic() < settle:
-            time.sleep(0.05)
-        assert held() == before + 1  # the call's connection, kept for the next one
-        deadline = time.monotonic() + IDLE_CLOSE_SECONDS + 3
-        while held() > before:
-            assert time.monotonic() < deadline, "the idle connection was not closed"
-            time.sleep(0.1)
+        # the start-up check's own connection is closed; the call's is kept for the next one
+        wait_until(lambda: held() == before + 1, 5, "only the call's connection to be held")
+        wait_until(lambda: held() <= before, IDLE_CLOSE_SECONDS + 3,
+                   "the idle connection to be closed")
         server.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
                                        "params": {"name": "memory_get",
                                                   "arguments": {"path": "MEMORY.md"}}}) + "\n")

@@ -103,7 +103,7 @@ def test_500_unauthenticated_connections_on_the_shared_socket(
         exposed: Exposed, opened: list[socket.socket]) -> None:
     idle = exposed.rss()
     held = _stall(lambda: connect(exposed.shared, timeout=5), 500, opened)
-    time.sleep(0.5)
+    time.sleep(0.5)  # the test: the Hub's memory after a while with them all (no count to poll)
     rss = exposed.rss()
     print(f"\nshared socket: RSS {idle / 2**20:.1f} MB idle, {rss / 2**20:.1f} MB after 500 "
           "unauthenticated 1 MiB uploads")
@@ -126,7 +126,7 @@ def test_200_stalled_tls_connections(exposed: Exposed, opened: list[socket.socke
         opened.append(sock)
         sock.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
     held = _stall(tls, 200, opened)
-    time.sleep(0.5)
+    time.sleep(0.5)  # the test: the Hub's memory after a while with them all (no count to poll)
     rss = exposed.rss()
     print(f"\nTLS: RSS {idle / 2**20:.1f} MB idle, {rss / 2**20:.1f} MB after 200 stalled "
           "handshakes and 200 unauthenticated 1 MiB uploads")

@@ -54,8 +54,8 @@ def test_sigkill_during_writes_loses_nothing_acknowledged(short_home: Path) -> N
         threads = [threading.Thread(target=writer, args=(i,)) for i in range(4)]
         for thread in threads:
             thread.start()
-        time.sleep(0.5 + 0.3 * round_number)
-        hub.process.send_signal(signal.SIGKILL)
+        time.sleep(0.5 + 0.3 * round_number)  # the test: writes under way, a different
+        hub.process.send_signal(signal.SIGKILL)  # while into them each round
         hub.process.wait(timeout=10)
         stop.set()
         for thread in threads:

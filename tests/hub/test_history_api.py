@@ -14,7 +14,7 @@ import pytest
 
 from amux.memory.history import History
 from amux.memory.revision import revision_of
-from tests.hub.test_api import Hub as ApiHub
+from tests.hub.apihub import ApiHub
 from tests.hubproc import HubProcess, amux
 
 SESSION = "20261202-101500-abcdef"

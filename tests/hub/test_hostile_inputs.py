@@ -74,7 +74,7 @@ def test_deep_searches_under_ulimit_1024_leave_every_scope_working(short_home: P
         threads += [threading.Thread(target=reader) for _ in range(2)]
         for thread in threads:
             thread.start()
-        time.sleep(4.0)
+        time.sleep(4.0)  # the test: four seconds of searches and reads at once
         stop.set()
         for thread in threads:
             thread.join(timeout=30)

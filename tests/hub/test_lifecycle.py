@@ -25,6 +25,7 @@ import pytest
 
 from tests.hostile import fill, remount, small_tmpfs
 from tests.hubproc import Caller, HubProcess, amux
+from tests.wait import wait_until
 
 
 @pytest.fixture
@@ -211,11 +212,9 @@ def test_a_package_planted_in_the_starters_directory_never_runs(short_home: Path
         assert hub.call("/v1/memory/upsert", {"path": "a.md", "content": "kept\n",
                                               "expected_revision": "absent"})[0] == 200
         assert hub.call("/v1/memory/search", {"query": "kept"})[0] == 200  # starts it
-        deadline = time.monotonic() + 20
         # set once the search process imported what it imports and said it is ready
-        while (searching := hub.call("/v1/status", {})[1]["search_process_pid"]) is None:
-            assert time.monotonic() < deadline, "no search process became ready"
-            time.sleep(0.1)
+        searching = wait_until(lambda: hub.call("/v1/status", {})[1]["search_process_pid"],
+                               20, "a search process to become ready")
         assert psutil.Process(searching).ppid() == pid
         status, found = hub.call("/v1/memory/search", {"query": "kept"})
         assert (status, [r["path"] for r in found["results"]]) == (200, ["a.md"])

@@ -173,7 +173,7 @@ def test_a_body_arriving_later_is_read_once_the_head_passed(directory: Path) -> 
         head_end = raw.index(b"\r\n\r\n") + 4
         with served.connect() as client:
             client.sendall(raw[:head_end])
-            time.sleep(0.2)
+            time.sleep(0.2)  # the test: the body comes later than its head
             client.sendall(raw[head_end:])
             assert read_responses(client, 1)[0][0] == 200
     finally:

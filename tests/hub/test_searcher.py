@@ -24,6 +24,7 @@ from amux.hub.searcher import SearchProcess
 from amux.memory import GLOBAL, Store
 from amux.memory.search import parse_query
 from tests.hubproc import HubProcess
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -42,13 +43,14 @@ def searchers(hub_pid: int) -> list[psutil.Process]:
     return found
 
 
-def eventually(check: Callable[[], bool], seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
+def ready(hub: HubProcess) -> psutil.Process:
+    """The Hub's one search process, once it said it is ready: searches go to it from then
+    on (it says so once it imported what it imports)."""
+    child = wait_until(lambda: len(found := searchers(hub.process.pid)) == 1 and found[0],
+                       10, "one search process")
+    wait_until(lambda: hub.call("/v1/status", {})[1]["search_process_pid"] == child.pid, 10,
+               "the search process to say it is ready")
+    return child
 
 
 def write(hub: HubProcess, path: str, text: str) -> None:
@@ -67,12 +69,7 @@ def test_searches_are_answered_by_the_search_process(memory_hub: HubProcess) -> 
         write(memory_hub, f"notes/n{i:02}.md", f"# Note {i}\nalpha {i}\n" + "beta\n" * i)
     assert memory_hub.call("/v1/status", {})[1]["search_process_pid"] is None
     search(memory_hub, "alpha")  # the first search starts it, and is answered by the Hub
-    assert eventually(lambda: len(searchers(memory_hub.process.pid)) == 1)
-    child = searchers(memory_hub.process.pid)[0]
-    assert eventually(lambda: memory_hub.call("/v1/status", {})[1]["search_process_pid"]
-                      == child.pid)  # once it said it is ready
-    # It says it is ready once imported; searches go to it from then on.
-    time.sleep(1.0)
+    child = ready(memory_hub)
     before = sum(child.cpu_times()[:2])
     for _ in range(200):
         status, body = search(memory_hub, "alpha beta")
@@ -85,8 +82,7 @@ def test_searches_are_answered_by_the_search_process(memory_hub: HubProcess) -> 
 def test_a_search_sees_the_write_acknowledged_before_it(memory_hub: HubProcess) -> None:
     write(memory_hub, "a.md", "first\n")
     search(memory_hub, "first")
-    assert eventually(lambda: len(searchers(memory_hub.process.pid)) == 1)
-    time.sleep(1.0)
+    ready(memory_hub)
     for i in range(30):
         status, body = memory_hub.call("/v1/memory/get", {"path": "a.md"})
         revision = body["revision"]
@@ -101,9 +97,7 @@ def test_a_killed_search_process_costs_no_answer(memory_hub: HubProcess) -> None
     for i in range(10):
         write(memory_hub, f"d{i}.md", f"gamma {i}\n")
     search(memory_hub, "gamma")
-    assert eventually(lambda: len(searchers(memory_hub.process.pid)) == 1)
-    first = searchers(memory_hub.process.pid)[0]
-    time.sleep(1.0)
+    first = ready(memory_hub)
     first.send_signal(signal.SIGKILL)
     deadline = time.monotonic() + 7.0  # the Hub starts a new one 5 s after a death
     answered = 0
@@ -113,16 +107,15 @@ def test_a_killed_search_process_costs_no_answer(memory_hub: HubProcess) -> None
         assert len(body["results"]) == 5  # type: ignore[arg-type]
         answered += 1
     assert answered > 50
-    assert eventually(lambda: [p.pid for p in searchers(memory_hub.process.pid)]
-                      not in ([], [first.pid]))
+    wait_until(lambda: [p.pid for p in searchers(memory_hub.process.pid)]
+               not in ([], [first.pid]), 10, "a new search process")
 
 
 def test_a_search_failing_in_the_process_gets_the_hubs_own_error(
         memory_hub: HubProcess) -> None:
     write(memory_hub, "real/a.md", "delta\n")
     search(memory_hub, "delta")
-    assert eventually(lambda: len(searchers(memory_hub.process.pid)) == 1)
-    time.sleep(1.0)
+    ready(memory_hub)
     os.symlink("real", memory_hub.home / "memory" / "global" / "link")
     status, body = search(memory_hub, "delta", path_prefix="link")
     assert status == 400
@@ -141,12 +134,12 @@ def test_the_search_process_ends_with_the_hub(short_home: Path, ending: int) -> 
                                       "value": "true"})
         write(hub, "a.md", "epsilon\n")
         search(hub, "epsilon")
-        assert eventually(lambda: len(searchers(hub.process.pid)) == 1)
-        child = searchers(hub.process.pid)[0]
+        child = wait_until(lambda: len(found := searchers(hub.process.pid)) == 1 and found[0],
+                           10, "one search process")
         hub.process.send_signal(ending)
         hub.process.wait(timeout=20)
-        assert eventually(lambda: not child.is_running() or
-                          child.status() == psutil.STATUS_ZOMBIE, 5.0)
+        wait_until(lambda: not child.is_running() or child.status() == psutil.STATUS_ZOMBIE,
+                   5, "the search process to end with the Hub")
     finally:
         hub.stop()
 
@@ -160,7 +153,7 @@ def test_on_one_cpu_the_hub_searches_itself(short_home: Path) -> None:
         for _ in range(20):
             status, body = search(hub, "zeta")
             assert status == 200 and len(body["results"]) == 1  # type: ignore[arg-type]
-        time.sleep(0.5)
+        time.sleep(0.5)  # the test: time for a search process to start, and none does
         assert searchers(hub.process.pid) == []
     finally:
         hub.stop()
@@ -183,7 +176,7 @@ def process_and_store(tmp_path: Path) -> Iterator[tuple[SearchProcess, Store]]:
             searches(fd, GLOBAL.binding, parse_query("x"), (), 1)  # starts it
         finally:
             os.close(fd)
-        assert eventually(lambda: searches.pid is not None)
+        wait_until(lambda: searches.pid is not None, 10, "the search process to start")
         searches.fallback = no_fallback
         yield searches, store
     finally:
@@ -235,7 +228,7 @@ def test_a_dead_process_is_replaced_and_meanwhile_the_store_searches(
             found = searches(fd, GLOBAL.binding, parse_query("alpha"), (), 5)
             assert [r["path"] for r in found["results"]] == ["a.md"]
             return searches.pid not in (None, first)
-        assert eventually(answered_by_a_new_one)
+        wait_until(answered_by_a_new_one, 10, "a new search process to answer")
     finally:
         os.close(fd)
 
@@ -300,11 +293,12 @@ def test_a_process_that_answers_nonsense_is_dropped_and_nobody_waits(
     with over_one_document(tmp_path, 30.0) as (searches, finds_it), \
             caplog.at_level(logging.WARNING, logger="amux.hub"):
         finds_it()  # starts it
-        assert eventually(lambda: searches.pid is not None)
+        wait_until(lambda: searches.pid is not None, 10, "the search process to start")
         began = time.monotonic()
         finds_it()
         assert time.monotonic() - began < 2.0  # not the 10 s wait for an answer
-        assert eventually(lambda: searches.pid is None)  # dropped, not started again
+        wait_until(lambda: searches.pid is None, 10,
+                   "the process to be dropped (and not started again)")
         finds_it()
     assert any("the search process failed" in r.getMessage() for r in caplog.records)
 
@@ -317,12 +311,12 @@ def test_a_process_that_never_answers_is_killed_and_the_search_answered(
     with over_one_document(tmp_path, 30.0) as (searches, finds_it), \
             caplog.at_level(logging.WARNING, logger="amux.hub"):
         finds_it()  # starts it
-        assert eventually(lambda: searches.pid is not None)
+        wait_until(lambda: searches.pid is not None, 10, "the search process to start")
         stuck = psutil.Process(searches.pid)
         began = time.monotonic()
         finds_it()  # waits for it, then searches in the store
         assert 0.5 <= time.monotonic() - began < 5.0
         assert searches.pid is None
         # killed: a child merely told to stop would be reaped only after 2 s (`_reap`)
-        assert eventually(lambda: not stuck.is_running(), seconds=1.5)
+        wait_until(lambda: not stuck.is_running(), 1.5, "the stuck process to be killed")
     assert any("did not answer in" in r.getMessage() for r in caplog.records)

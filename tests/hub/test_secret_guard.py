@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from amux.memory.secretguard import fingerprint
-from tests.hub.test_api import Hub as ApiHub
+from tests.hub.apihub import ApiHub
 from tests.hubproc import HubProcess, amux
 
 RNG = random.Random(11)

@@ -9,10 +9,10 @@ import socket
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.hubproc import Caller, HubProcess
+from tests.wait import wait_until
 
 
 def test_ready_line_files_and_modes(hub: HubProcess) -> None:
@@ -52,11 +52,8 @@ def test_sighup_rereads_config(hub: HubProcess) -> None:
     config = hub.home / "config.toml"
     config.write_text(config.read_text().replace("enabled = true", "enabled = false"))
     hub.process.send_signal(signal.SIGHUP)
-    for _ in range(50):
-        status, body = hub.call("/v1/binding", {})
-        if status == 503:
-            break
-        time.sleep(0.1)
+    _, body = wait_until(lambda: (answer := hub.call("/v1/binding", {}))[0] == 503
+                         and answer, 5, "the Hub to reread its config")
     assert body["error"]["code"] == "memory_disabled"
 
 

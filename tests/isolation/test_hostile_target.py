@@ -26,6 +26,7 @@ import pytest
 
 from amux.materializer.helper import CALL_SECONDS
 from tests.isolation.world import World, user_a, user_b
+from tests.wait import wait_until
 
 
 @pytest.fixture
@@ -136,11 +137,9 @@ def test_a_link_to_another_users_running_config_leaks_nothing_of_it(world: World
                            wait=False)
     assert isinstance(running, subprocess.Popen)
     try:
-        deadline = time.monotonic() + 60
-        while not list(world.runs.glob("*/agent-config/memory/memory.json")):
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
-        [config] = world.runs.glob("*/agent-config/memory/memory.json")
+        [config] = wait_until(
+            lambda: list(world.runs.glob("*/agent-config/memory/memory.json")), 60,
+            "B's running agent's connection config")
         token = json.loads(config.read_text())["token"]
         plant(world, a, f"mkdir -p .gemini && ln -s {config} .gemini/GEMINI.md")
         for options in (("--dry-run",), ()):
@@ -292,16 +291,11 @@ def test_the_token_is_revoked_before_the_targets_files_are_touched(world: World)
                            env={"ISO_ACTION": "stop-helper"}, wait=False)
     assert isinstance(running, subprocess.Popen)
     try:
-        deadline = time.monotonic() + 60
-        while not world.records() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        [record] = world.records()
+        [record] = wait_until(world.records, 60, "the agent's record")
         [helper] = record["stopped"]
         assert helper["signalled"] == 0  # the target can signal it...
         assert helper["proc_uid"] == 0 and helper["environ"] != 0  # ...but not read it
-        while world.live_tokens() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert world.live_tokens() == []
+        wait_until(lambda: world.live_tokens() == [], 60, "the agent's token to be revoked")
         assert running.poll() is None  # still waiting on the stopped helper
         os.kill(helper["pid"], signal.SIGKILL)
         _, err = running.communicate(timeout=60)
@@ -439,10 +433,7 @@ def test_a_runs_root_another_user_made_is_refused_and_left_as_it_is(world: World
     assert isinstance(running, subprocess.Popen)
     theirs = Path(tempfile.mkdtemp(prefix="amux-theirs-"))
     try:
-        deadline = time.monotonic() + 60
-        while not world.live_tokens() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        [token] = world.live_tokens()
+        [token] = wait_until(world.live_tokens, 60, "A's running agent's token")
         token_id = token["token_id"]
         theirs.chmod(0o1777)
         runs = theirs / "runs"

@@ -2,8 +2,8 @@
 isolation on and a shared socket, a runs root of root's, and scripted agents (named
 like the real ones, so each adapter plans for them) that record what they were given.
 
-The `world` fixture builds it and removes all of it, users included (conftest.py
-imports it here, as tests elsewhere that need it do).
+The `world` fixture builds it and removes all of it, users included (tests/conftest.py
+shares it with every test: the isolation tests and the e2e ones that run as a user).
 """
 
 from __future__ import annotations

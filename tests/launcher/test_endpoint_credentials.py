@@ -25,7 +25,7 @@ import pytest
 from amux.launcher import state
 from tests.agentlog import KEEPS_SESSION
 from tests.hubproc import HubProcess
-from tests.launcher.test_run import Launcher, enable, sessions_cli
+from tests.launcher.fakeagents import Launcher, enable, sessions_cli
 
 RECORDER = '''#!{python}
 import json, os, sys

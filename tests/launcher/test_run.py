@@ -21,87 +21,16 @@ from typing import Any
 import pytest
 
 from amux.adapters import ADAPTERS
-from tests.agentlog import KEEPS_SESSION, check_writes, find, listed, tree, wait_for_pid
+from tests.agentlog import check_writes, find, listed, tree, wait_for_pid
 from tests.hostile import fill, small_tmpfs
 from tests.hubproc import HubProcess
 from tests.job import as_job
-
-FAKE_AGENT = '''#!{python}
-import json, os, subprocess, sys
-if sys.argv[1:] == ["--version"]:
-    print("fake-agent 1.0")
-    sys.exit(0)
-record = {{"argv": sys.argv[1:], "env": {{k: v for k, v in os.environ.items()
-          if k.startswith(("AMUX_", "CLAUDE_")) or k == "PATH"}}}}
-action = os.environ.get("FAKE_AGENT_ACTION", "")
-if action == "tree":  # what is there as it starts (its run directory goes when it exits)
-    record["tree"] = subprocess.run(json.loads(os.environ["FAKE_AGENT_TREE"]),
-                                    capture_output=True, text=True).stdout
-{keeps_session}
-if action == "upsert":
-    done = subprocess.run(["amux", "memory", "upsert", "notes/agent.md",
-                           "--expected-revision", "absent"], input=b"written by the agent\\n",
-                          capture_output=True)
-    record["upsert"] = {{"code": done.returncode, "out": done.stdout.decode(),
-                        "err": done.stderr.decode()}}
-    record["which"] = subprocess.run(["which", "amux"], capture_output=True,
-                                     text=True).stdout.strip()
-with open(os.environ["FAKE_AGENT_LOG"], "a") as log:
-    log.write(json.dumps(record) + "\\n")
-if action == "interactive":
-    line = input("ready> ")
-    print("got: " + line, flush=True)
-if action in ("interactive", "wait"):
-    import time
-    with open(os.environ["FAKE_AGENT_LOG"] + ".pid", "w") as pid:
-        pid.write(str(os.getpid()))
-    time.sleep(60)
-sys.exit(int(os.environ.get("FAKE_AGENT_EXIT", "0")))
-'''
-
-
-class Launcher:
-    """Runs `python -m amux run …` with AMUX_HOME at the Hub's home and fake agents on PATH."""
-
-    def __init__(self, home: Path, tmp_path: Path) -> None:
-        self.home = home
-        self.bin = tmp_path / "agents"
-        self.bin.mkdir()
-        self.log = tmp_path / "agent.log"
-        for name in ("pi", "claude", "codex", "gemini", "my-agent"):
-            script = self.bin / name
-            script.write_text(FAKE_AGENT.format(python=sys.executable,
-                                                keeps_session=KEEPS_SESSION))
-            script.chmod(0o755)
-
-    def run(self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-            python_flags: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-        environment = {k: v for k, v in os.environ.items()
-                       if k not in ("AMUX_MEMORY_CONFIG", "AMUX_HUB", "AMUX_TOKEN")}
-        environment.update({"AMUX_HOME": str(self.home), "FAKE_AGENT_LOG": str(self.log),
-                            "PATH": f"{self.bin}{os.pathsep}{environment['PATH']}",
-                            "CODEX_HOME": str(self.home.parent / "codex-home"),
-                            **(env or {})})
-        return subprocess.run([sys.executable, *python_flags, "-m", "amux", "run", *args],
-                              capture_output=True, text=True, env=environment, timeout=120,
-                              stdin=subprocess.DEVNULL, cwd=cwd)
-
-    def records(self) -> list[dict[str, Any]]:
-        return [json.loads(line) for line in self.log.read_text().splitlines()]
-
-    def sessions(self) -> list[Path]:
-        root = self.home / "sessions"
-        return sorted(root.iterdir()) if root.is_dir() else []
+from tests.launcher.fakeagents import Launcher, enable, sessions_cli
 
 
 @pytest.fixture
 def launcher(hub: HubProcess, tmp_path: Path) -> Launcher:
     return Launcher(hub.home, tmp_path)
-
-
-def enable(hub: HubProcess, on: bool = True) -> None:
-    hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
-                                  "value": "true" if on else "false"})
 
 
 def live_tokens(hub: HubProcess) -> list[dict[str, Any]]:
@@ -288,14 +217,6 @@ def test_sessions_list_and_show(hub: HubProcess, launcher: Launcher) -> None:
                                        entry["id"]], capture_output=True, text=True,
                                       env=environment, timeout=60).stdout)
     assert shown["protocol"].startswith("amux memory protocol v1 (CLI)")
-
-
-def sessions_cli(hub: HubProcess, *args: str) -> Any:
-    environment = {**os.environ, "AMUX_HOME": str(hub.home)}
-    done = subprocess.run([sys.executable, "-m", "amux", "sessions", *args],
-                          capture_output=True, text=True, env=environment, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
 
 
 def test_pi_gets_its_merged_text_as_a_file_rewritten_before_every_launch(

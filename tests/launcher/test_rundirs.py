@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from amux.client.connection import Connection, owner_config_path, read_config
 from amux.launcher import rundirs, wiring
 from tests.hostile import fill, small_tmpfs
 from tests.hubproc import HubProcess
+from tests.wait import wait_until
 
 
 @pytest.fixture(autouse=True)
@@ -84,10 +84,8 @@ def test_a_zombie_launcher_counts_as_gone(tmp_path: Path, with_start_time: bool)
     child = subprocess.Popen(["true"])
     try:
         zombie = psutil.Process(child.pid)
-        deadline = time.monotonic() + 10
-        while zombie.status() != psutil.STATUS_ZOMBIE:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        wait_until(lambda: zombie.status() == psutil.STATUS_ZOMBIE, 10,
+                   "the exited child to be a zombie")
         directory = tmp_path / "zombie"
         directory.mkdir()
         started = f" {zombie.create_time()}" if with_start_time else ""

@@ -14,6 +14,7 @@ import pytest
 
 from amux.adapters.base import FinishedRun, SessionFiles
 from amux.launcher.session_watch import SessionWatch, _proc_fds, _proc_tree, _psutil_files
+from tests.wait import wait_until
 
 HOLDER = """import sys, time
 with open(sys.argv[1], "w") as held:
@@ -105,10 +106,9 @@ def test_proc_and_psutil_see_the_same_open_files(tmp_path: Path) -> None:
     target = tmp_path / "held.txt"
     agent = subprocess.Popen(["sh", "-c", f"{sys.executable} -c '{HOLDER}' {target} x 2 & wait"])
     try:
-        deadline = time.monotonic() + 10
-        while not target.exists() and time.monotonic() < deadline:
-            time.sleep(0.05)
-        time.sleep(0.2)
+        wait_until(lambda: len(tree := _proc_tree(agent.pid)) == 2
+                   and str(target) in (_proc_fds(tree) or ()), 10,
+                   "the shell's child to hold the session file open")
         by_proc = _proc_fds(_proc_tree(agent.pid))
         by_psutil = _psutil_files(agent.pid)
         assert by_proc is not None and by_psutil is not None

@@ -21,6 +21,7 @@ import pytest
 
 from amux.launcher.supervise import FORWARDED, STOP_GRACE, AgentNotStarted, supervise
 from tests.job import as_job
+from tests.wait import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -113,10 +114,8 @@ def _env() -> dict[str, str]:
 
 
 def _wait_for_record(record: Path, names: list[str]) -> None:
-    deadline = time.monotonic() + 10
-    while not (record.exists() and record.read_text().split() == names):
-        assert time.monotonic() < deadline, f"timed out waiting for {names}"
-        time.sleep(0.01)
+    wait_until(lambda: record.exists() and record.read_text().split() == names, 10,
+               f"the agent to record {names}")
 
 
 def _handlers() -> dict[int, object]:
@@ -170,8 +169,8 @@ def test_signal_to_the_supervisor_is_forwarded_and_it_waits(
     with _start(tmp_path, sig.name) as supervisor:
         supervisor.send_signal(sig)
         _wait_for_record(record, [sig.name])
-        time.sleep(0.1)
-        assert supervisor.poll() is None  # the agent still runs, so does its supervisor
+        time.sleep(0.1)  # the test: a while after the signal, the agent still runs...
+        assert supervisor.poll() is None  # ...and so does its supervisor
         (tmp_path / "go").touch()
         assert supervisor.wait(timeout=10) == 40
 
@@ -315,10 +314,8 @@ def test_an_agent_that_ignores_a_request_to_stop_is_killed_after_the_grace(
         supervisor.send_signal(sig)
         assert supervisor.wait(timeout=STOP_GRACE + 10) == 128 + signal.SIGKILL
         assert time.monotonic() - asked >= STOP_GRACE - 0.2  # it had its grace
-        deadline = time.monotonic() + 5  # killed too (a zombie until init reaps it)
-        while _alive(child):
-            assert time.monotonic() < deadline, "the agent's own process was left running"
-            time.sleep(0.05)
+        wait_until(lambda: not _alive(child), 5,  # killed too (a zombie until init reaps it)
+                   "the agent's own process to be killed")
     finally:
         if child is not None:
             with suppress(psutil.NoSuchProcess):

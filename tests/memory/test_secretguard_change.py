@@ -13,7 +13,7 @@ from amux.errors import SecretDetected
 from amux.memory import GLOBAL, Store
 from amux.memory.revision import revision_of
 from amux.memory.secretguard import CHANGE_SCAN_FROM, changed_lines, scan, scan_change
-from tests.memory.test_secretguard_corpus import notes, secret_cases
+from tests.memory.corpora import notes, secret_cases
 
 CLEAN_LINES = [line for text in notes().values() for line in text.splitlines()]
 SECRET_TEXTS = [text.strip("\n") for _rule, text in secret_cases()]

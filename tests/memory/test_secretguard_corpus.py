@@ -12,25 +12,10 @@ Run with `-s` to see the counts.
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 from amux.memory import secretguard
 from amux.memory.secretguard import RULES, scan
-
-CORPORA = Path(__file__).parents[2] / "fixtures" / "secrets"
-CASE_HEADER = re.compile(r"^### (\S+)\n", re.MULTILINE)
-
-
-def secret_cases() -> list[tuple[str, str]]:
-    """(expected rule, case text) for every case of secrets.txt."""
-    parts = CASE_HEADER.split((CORPORA / "secrets.txt").read_text(encoding="utf-8"))
-    return list(zip(parts[1::2], parts[2::2], strict=True))
-
-
-def notes() -> dict[str, str]:
-    return {path.name: path.read_text(encoding="utf-8")
-            for path in sorted((CORPORA / "notes").glob("*.md"))}
+from tests.memory.corpora import notes, secret_cases
 
 
 def test_secret_corpus_false_negatives() -> None:
