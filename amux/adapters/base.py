@@ -29,19 +29,19 @@ if TYPE_CHECKING:
     from typing import Any, Literal, TypeAlias
 
     Channel: TypeAlias = Literal["mcp", "cli", "none"]
-    ModelWire: TypeAlias = Literal["anthropic", "responses", "chat", "gemini"]
+    ModelApi: TypeAlias = Literal["anthropic", "responses", "chat", "gemini"]
     """The API an agent speaks to its model: Anthropic Messages, OpenAI Responses, OpenAI
     chat completions, the Gemini API."""
     EndpointApi: TypeAlias = Literal["openai", "anthropic", "gemini"]
     RequirementKind: TypeAlias = Literal["flag", "env", "setting"]
 else:  # names only annotations (and the adapters' imports of them) use
-    Channel = ModelWire = EndpointApi = RequirementKind = str
+    Channel = ModelApi = EndpointApi = RequirementKind = str
 
 ENDPOINT_APIS: tuple[EndpointApi, ...] = ("openai", "anthropic", "gemini")
 """Every API kind `amux run --endpoint-api` takes (`EndpointApi`'s values)."""
-MODEL_WIRE_APIS: Mapping[ModelWire, EndpointApi] = {
+ENDPOINT_API_OF: Mapping[ModelApi, EndpointApi] = {
     "anthropic": "anthropic", "responses": "openai", "chat": "openai", "gemini": "gemini"}
-"""The `--endpoint-api` kind of each wire."""
+"""The `--endpoint-api` kind of each model API."""
 NOTHING: Mapping[str, Any] = MappingProxyType({})
 """An empty mapping no one can change: the default of a record's mapping field."""
 MEMORY_TOOLS = ("memory_search", "memory_get", "memory_upsert", "memory_forget",
@@ -422,7 +422,7 @@ class Adapter(Protocol):
         ...
 
     @property
-    def model_wire(self) -> ModelWire:
+    def model_api(self) -> ModelApi:
         """The API the agent speaks to its usual model endpoint."""
         ...
 

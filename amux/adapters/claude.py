@@ -41,7 +41,7 @@ from amux.adapters.base import (
     EndpointWiring,
     Headless,
     LaunchPlan,
-    ModelWire,
+    ModelApi,
     Probe,
     Requirement,
     chosen_session,
@@ -73,7 +73,7 @@ endpoint, all are its model, since it may serve no other."""
 class ClaudeAdapter:
     name = "claude"
     display_name = "Claude Code"
-    model_wire: ModelWire = "anthropic"
+    model_api: ModelApi = "anthropic"
     key_variables = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     instruction_files = ("CLAUDE.md",)
     mcp_tool_prefix: str | None = "mcp__amux__"

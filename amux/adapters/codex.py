@@ -45,7 +45,7 @@ from amux.adapters.base import (
     FinishedRun,
     Headless,
     LaunchPlan,
-    ModelWire,
+    ModelApi,
     Probe,
     Requirement,
     ResumeFlagRefused,
@@ -115,7 +115,7 @@ def parse_toml_value(raw: str) -> str:
 class CodexAdapter:
     name = "codex"
     display_name = "Codex"
-    model_wire: ModelWire = "responses"
+    model_api: ModelApi = "responses"
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "AGENTS.override.md")
     mcp_tool_prefix: str | None = ""  # the tool's own name, in the namespace `mcp__amux`

@@ -73,7 +73,7 @@ from amux.adapters.base import (
     EndpointWiring,
     Headless,
     LaunchPlan,
-    ModelWire,
+    ModelApi,
     PlanFile,
     PlanRefused,
     Probe,
@@ -171,7 +171,7 @@ def quiet_answer(stdout: str) -> str:
 class CopilotAdapter:
     name = "copilot"
     display_name = "Copilot CLI"
-    model_wire: ModelWire = "chat"
+    model_api: ModelApi = "chat"
     key_variables = ("COPILOT_PROVIDER_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
     mcp_tool_prefix: str | None = "amux-"

@@ -16,7 +16,7 @@ from amux.adapters.base import (
     EndpointRefused,
     Headless,
     LaunchPlan,
-    ModelWire,
+    ModelApi,
     PlanRefused,
     Probe,
     Requirement,
@@ -32,7 +32,7 @@ from amux.adapters.registry import ADAPTERS
 class FallbackAdapter:
     name = "fallback"
     display_name = "an agent amux has no adapter for"
-    model_wire: ModelWire = "chat"
+    model_api: ModelApi = "chat"
     key_variables: tuple[str, ...] = ()
     instruction_files: tuple[str, ...] = ()
     mcp_tool_prefix: str | None = None

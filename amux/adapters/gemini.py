@@ -48,7 +48,7 @@ from amux.adapters.base import (
     EndpointWiring,
     Headless,
     LaunchPlan,
-    ModelWire,
+    ModelApi,
     PlanFile,
     PlanMirror,
     PlanRefused,
@@ -163,7 +163,7 @@ def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
 class GeminiAdapter:
     name = "gemini"
     display_name = "Gemini CLI"
-    model_wire: ModelWire = "gemini"
+    model_api: ModelApi = "gemini"
     key_variables = ("GEMINI_API_KEY",)
     instruction_files = ("GEMINI.md",)
     mcp_tool_prefix: str | None = "mcp_amux_"

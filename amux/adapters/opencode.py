@@ -50,7 +50,7 @@ from amux.adapters.base import (
     FinishedRun,
     Headless,
     LaunchPlan,
-    ModelWire,
+    ModelApi,
     PlanFile,
     PlanRefused,
     Probe,
@@ -168,7 +168,7 @@ def pick_session(run: FinishedRun) -> tuple[str | None, str | None]:
 class OpenCodeAdapter:
     name = "opencode"
     display_name = "OpenCode"
-    model_wire: ModelWire = "chat"
+    model_api: ModelApi = "chat"
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md")
     mcp_tool_prefix: str | None = "amux_"

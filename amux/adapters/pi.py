@@ -41,7 +41,7 @@ from amux.adapters.base import (
     EndpointWiring,
     Headless,
     LaunchPlan,
-    ModelWire,
+    ModelApi,
     PlanFile,
     PlanRefused,
     Probe,
@@ -164,7 +164,7 @@ def _endpoint(request: AgentRequest) -> EndpointWiring | None:
 class PiAdapter:
     name = "pi"
     display_name = "Pi"
-    model_wire: ModelWire = "chat"
+    model_api: ModelApi = "chat"
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md")
     mcp_tool_prefix: str | None = None  # the CLI channel: `amux memory …` in its bash tool

@@ -57,7 +57,7 @@ from amux.adapters.base import (
     EndpointWiring,
     Headless,
     LaunchPlan,
-    ModelWire,
+    ModelApi,
     PlanFile,
     PlanRefused,
     Probe,
@@ -167,7 +167,7 @@ def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
 class QwenAdapter:
     name = "qwen"
     display_name = "Qwen Code"
-    model_wire: ModelWire = "chat"
+    model_api: ModelApi = "chat"
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("QWEN.md", "AGENTS.md")
     mcp_tool_prefix: str | None = "mcp__amux__"

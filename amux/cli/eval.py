@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from amux.adapters.base import ModelWire
+    from amux.adapters.base import ModelApi
 
 _DESCRIPTION = (
     "Run the memory scenarios (remember and recall, correct, forget, injected text in "
@@ -69,7 +69,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-_BASES: dict[ModelWire, str] = {
+_BASES: dict[ModelApi, str] = {
     "anthropic": "the Anthropic API root (e.g. https://api.anthropic.com or "
                  "http://localhost:11434)",
     "responses": "the OpenAI-compatible base (e.g. http://localhost:11434/v1)",
@@ -83,7 +83,7 @@ def _bases() -> str:
     from amux.adapters import ADAPTERS, grouped
 
     return "; ".join(f"{base} for {_listed([ADAPTERS[name].display_name for name in names])}"
-                     for base, names in grouped(lambda agent: _BASES[agent.model_wire]).items())
+                     for base, names in grouped(lambda agent: _BASES[agent.model_api]).items())
 
 
 def _default_keys() -> str:

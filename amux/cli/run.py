@@ -6,7 +6,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from amux.adapters import ADAPTERS, grouped
-from amux.adapters.base import ENDPOINT_APIS, MODEL_WIRE_APIS
+from amux.adapters.base import ENDPOINT_API_OF, ENDPOINT_APIS
 from amux.client.args import strict_parser
 from amux.client.cli import report, storage_fault
 from amux.client.home import amux_home
@@ -72,7 +72,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _kinds() -> str:
     """"anthropic for claude, openai for codex, opencode and pi, …": each adapter's own."""
-    by_kind = grouped(lambda adapter: MODEL_WIRE_APIS[adapter.model_wire])
+    by_kind = grouped(lambda adapter: ENDPOINT_API_OF[adapter.model_api])
     return ", ".join(f"{kind} for {', '.join(names)}" for kind, names in by_kind.items())
 
 

@@ -173,7 +173,7 @@ def _doctor(client: HubClient, args: Any) -> Any:
     result = client.call("/v1/memory/doctor", {})
     if args.json or args.pretty:
         return result
-    from amux.client.doctor import report
+    from amux.client.health_report import report
 
     return report(result).encode("utf-8")
 

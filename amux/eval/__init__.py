@@ -6,7 +6,7 @@
 | `scenarios.py` | the six scenarios and their oracles, as data |
 | `agents.py` | each adapter's headless turn acted on (home, arguments, answer); the credential |
 | `proxy.py` | the recording pass-through proxy between agent and endpoint |
-| `wire.py` | the four model wire APIs: history, usage, a canned reply |
+| `model_apis.py` | the four model APIs: history, usage, a canned reply |
 | `evidence.py` | what one session did: memory calls, writes outside memory, store, answer |
 | `classify.py` | one category per sample from its evidence |
 | `context.py` | context windows: Ollama detection, refusal, truncated prompt counts |

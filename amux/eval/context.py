@@ -34,7 +34,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from amux.eval.wire import Size, WireName
+from amux.adapters.base import ModelApi
+from amux.eval.model_apis import Size
 from amux.launcher import endpoints
 
 OLLAMA_DEFAULT_WINDOW = 4096
@@ -84,14 +85,14 @@ def unreachable(base_url: str) -> str | None:
 
 
 def probe(base_url: str, model: str, api_key: str | None = None,
-          load_timeout: float = LOAD_TIMEOUT, wire: WireName | None = None) -> Window:
+          load_timeout: float = LOAD_TIMEOUT, api: ModelApi | None = None) -> Window:
     """The context window the endpoint serves `model` with, and where that came from
-    (`wire`: the API the agent speaks; the Gemini API describes one model by its name)."""
+    (`api`: the model API the agent speaks; the Gemini API describes one model by its name)."""
     root = endpoints.root(base_url)
     version = _get_json(f"{root}/api/version")
     if isinstance(version, dict) and isinstance(version.get("version"), str):
         return _ollama(root, model, str(version["version"]), load_timeout)
-    if wire == "gemini":
+    if api == "gemini":
         entry = _get_json(f"{base_url.rstrip('/')}/v1beta/models/{model}",
                           headers={"x-goog-api-key": api_key} if api_key else {})
         found = _find_window(entry) if isinstance(entry, dict) else None

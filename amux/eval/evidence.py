@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from amux.adapters import ADAPTERS
 from amux.adapters.base import MEMORY_TOOLS
-from amux.eval import wire
+from amux.eval import model_apis
 from amux.eval.proxy import Exchange
 from amux.eval.workspace import FileState
 
@@ -164,13 +164,13 @@ def _command(arguments: dict[str, Any]) -> str:
     return ""
 
 
-def _ok(call: wire.ToolCall) -> bool | None:
+def _ok(call: model_apis.ToolCall) -> bool | None:
     if call.result is None:
         return None
     return not call.is_error and not _ERROR_JSON.search(call.result)
 
 
-def memory_calls(call: wire.ToolCall) -> list[MemoryCall]:
+def memory_calls(call: model_apis.ToolCall) -> list[MemoryCall]:
     """The memory operations one tool call made (several for a shell line)."""
     matched = _MCP.match(call.name)
     if matched:
@@ -222,7 +222,7 @@ def place_of(path: str, root: Path) -> Place | None:
     return None
 
 
-def call_writes(call: wire.ToolCall, root: Path) -> list[Write]:
+def call_writes(call: model_apis.ToolCall, root: Path) -> list[Write]:
     """Writes a non-memory tool call made or tried to make, by the paths it names."""
     targets: list[str] = []
     payload = json.dumps(call.arguments, ensure_ascii=False)
@@ -273,7 +273,7 @@ def collect(turn: Turn, exchanges: list[Exchange], changes: dict[str, FileState 
             root: Path, tokens: tuple[str, ...]) -> Turn:
     """Fill `turn` from the session's exchanges and file changes (`tokens`: the facts of
     the scenario, which make a new text file in the agent's home a local note)."""
-    calls: dict[str, wire.ToolCall] = {}
+    calls: dict[str, model_apis.ToolCall] = {}
     for exchange in exchanges:
         if exchange.api is None:
             continue
@@ -285,8 +285,8 @@ def collect(turn: Turn, exchanges: list[Exchange], changes: dict[str, FileState 
         turn.model_requests += 1
         turn.answered_requests += exchange.status == 200
         turn.prompt_tokens.append(exchange.parsed().prompt_tokens)
-        turn.content_chars.append(wire.size(exchange.api, exchange.body).content_chars)
-        for call in wire.tool_calls(exchange.api, exchange.body):
+        turn.content_chars.append(model_apis.size(exchange.api, exchange.body).content_chars)
+        for call in model_apis.tool_calls(exchange.api, exchange.body):
             calls[call.call_id] = call
     for call in calls.values():
         found = memory_calls(call)

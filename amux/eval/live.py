@@ -40,7 +40,7 @@ from typing import Any, TextIO
 
 from amux.adapters import ADAPTERS
 from amux.adapters.base import Adapter, without_userinfo
-from amux.eval import context, wire
+from amux.eval import context, model_apis
 from amux.eval.agents import (
     KEY_VARIABLE,
     Endpoint,
@@ -218,7 +218,7 @@ def _run(options: LiveOptions, agent: Adapter, binary: Path,
           file=options.progress or sys.stderr, flush=True)
     size = _capture(agent, binary, hub, runs / "capture", options)
     key = given[1] if given is not None and given[0] == KEY_VARIABLE else None
-    window = context.probe(options.base_url, options.model, key, wire=agent.model_wire)
+    window = context.probe(options.base_url, options.model, key, api=agent.model_api)
     refused = context.refusal(agent.name, options.model, size, window)
     warning = context.tight(size, window)
     report["context"] = {
@@ -287,7 +287,7 @@ def _run(options: LiveOptions, agent: Adapter, binary: Path,
 
 
 def _capture(agent: Adapter, binary: Path, hub: EvalHub, root: Path,
-             options: LiveOptions) -> wire.Size:
+             options: LiveOptions) -> model_apis.Size:
     """The agent's first request, measured with the proxy answering locally."""
     hub.reset({})
     with Proxy(None) as capture:
@@ -301,4 +301,4 @@ def _capture(agent: Adapter, binary: Path, hub: EvalHub, root: Path,
                            f"{turn.exit_code}): {turn.stderr.strip()[-1500:]}")
     if turn.warnings:
         raise HarnessError(f"amux run could not wire memory: {'; '.join(turn.warnings)}")
-    return wire.size(first.api, first.body)
+    return model_apis.size(first.api, first.body)

@@ -29,10 +29,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import urlsplit
 
-from amux.adapters.base import basic_authorization
-from amux.eval import wire
+from amux.adapters.base import ModelApi, basic_authorization
+from amux.eval import model_apis
 from amux.eval.loopback import LoopbackServer, QuietHandler
-from amux.eval.wire import WireName
 from amux.launcher import endpoints
 
 UPSTREAM_TIMEOUT = 900.0
@@ -54,7 +53,7 @@ class Exchange:
     body: Any
     """The parsed JSON request body, or None."""
     request_bytes: int
-    api: WireName | None
+    api: ModelApi | None
     """The model API the path belongs to (None: any other endpoint)."""
     status: int = 0
     response: bytes = b""
@@ -69,13 +68,13 @@ class Exchange:
         """A request to one of the model APIs that offers tools (the agent's main
         conversation; side requests such as titles or Gemini CLI's model router offer
         none)."""
-        return self.api is not None and wire.lists_tools(self.body)
+        return self.api is not None and model_apis.lists_tools(self.body)
 
-    def parsed(self) -> wire.Parsed:
+    def parsed(self) -> model_apis.Parsed:
         payload = _decode(self.response, self.response_encoding)
         if self.api is None or payload is None:
-            return wire.Parsed()
-        return wire.parse_response(self.api, payload)
+            return model_apis.Parsed()
+        return model_apis.parse_response(self.api, payload)
 
 
 def _decode(raw: bytes, encoding: str) -> bytes | None:
@@ -135,7 +134,7 @@ def _handler_for(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
                 body: Any = json.loads(decoded) if decoded else None
             except ValueError:
                 body = None
-            kind = wire.wire_for(path) if self.command == "POST" else None
+            kind = model_apis.api_for(path) if self.command == "POST" else None
             exchange = proxy._record(Exchange(0, "", self.command, path, body, len(raw),
                                               kind))
             try:
@@ -148,22 +147,22 @@ def _handler_for(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
 
         def _answer_locally(self, exchange: Exchange) -> None:
             if exchange.api is not None:
-                content_type, payload = wire.render_text(exchange.api, exchange.body,
+                content_type, payload = model_apis.render_text(exchange.api, exchange.body,
                                                          proxy.reply, exchange.path)
                 status = 200
             elif exchange.path.endswith("/count_tokens"):
-                content_type, status = wire.JSON, 200
+                content_type, status = model_apis.JSON, 200
                 payload = json.dumps({"input_tokens": exchange.request_bytes // 4}).encode()
             elif exchange.path.endswith(":countTokens"):  # Gemini's
-                content_type, status = wire.JSON, 200
+                content_type, status = model_apis.JSON, 200
                 payload = json.dumps({"totalTokens": exchange.request_bytes // 4}).encode()
             elif exchange.path.rstrip("/").endswith("/models") and self.command == "GET":
-                content_type, status = wire.JSON, 200
+                content_type, status = model_apis.JSON, 200
                 payload = json.dumps({"object": "list", "data": []}).encode()
             elif self.command in ("GET", "HEAD"):
-                content_type, status, payload = wire.JSON, 200, b"{}"
+                content_type, status, payload = model_apis.JSON, 200, b"{}"
             else:
-                content_type, status = wire.JSON, 404
+                content_type, status = model_apis.JSON, 404
                 payload = json.dumps({"error": {"type": "not_found_error",
                                                 "message": "amux eval capture"}}).encode()
             exchange.status, exchange.response = status, payload
@@ -194,7 +193,7 @@ def _handler_for(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
                 ).encode()
                 exchange.status, exchange.response = 502, payload
                 self.send_response(502)
-                self.send_header("Content-Type", wire.JSON)
+                self.send_header("Content-Type", model_apis.JSON)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)

@@ -16,7 +16,7 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
     POST /v1/memory/forget   {path, expected_revision}
     POST /v1/memory/list     {path_prefix?, limit?}  -> {documents: [{path, bytes,
                              revision, modified_at}], truncated}     (for people)
-    POST /v1/memory/doctor   {}  -> read-only health report of the scope (amux.memory.doctor)
+    POST /v1/memory/doctor   {}  -> read-only health report of the scope (amux.memory.health)
     POST /v1/memory/log      {path?, since?, limit?}  -> {changes: [{at, path, operation,
                              revision, bytes, principal, agent, session, commit}]}, newest
                              first                                   (history, for people)

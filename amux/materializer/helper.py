@@ -18,7 +18,7 @@ unless `fs.suid_dumpable` says otherwise): the target can signal it, but not tra
 read its memory or its environment, which are the launcher's; a killed helper only fails
 the target's own launch.
 
-The wire: length-prefixed ASCII JSON frames, a request `{"op", "args"}` and a reply
+The socket protocol: length-prefixed ASCII JSON frames, a request `{"op", "args"}` and a reply
 `{"ok"}` (a JSON value), `{"bytes"}` (base64) or `{"error"}`. Each call, the request
 sent and the reply read, has one deadline (a stopped child reads no request larger than
 the socket's buffer, so the send is bounded too), after which the child is killed and

@@ -1,6 +1,6 @@
 """The scope's documents as the memory doctor reads them: one bounded walk.
 
-The doctor's checks are pure functions of what this collects (`amux.memory.doctor`),
+The doctor's checks are pure functions of what this collects (`amux.memory.health`),
 so they are tested without a Hub. The walk never follows symlinks and reads each
 document once; past twice the scope limits (offline edits) the rest is counted
 from `lstat` only or not at all, and `Collected.incomplete` says so.

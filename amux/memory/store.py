@@ -30,7 +30,7 @@ from amux.errors import (
     NotUtf8,
     RevisionConflict,
 )
-from amux.memory import doctor, documents, fs, quota, read, rootlock, secretguard
+from amux.memory import documents, fs, health, quota, read, rootlock, secretguard
 from amux.memory.cache import SearchCache
 from amux.memory.limits import LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT, SCAN_MAX_DIR_ENTRIES
 from amux.memory.paths import LogicalPath, validate_path, validate_prefix
@@ -190,10 +190,10 @@ class Store:
                 return _listing(walk, count)
 
     def doctor(self, scope: Scope) -> dict[str, Any]:
-        """Read-only health report of the scope (`amux memory doctor`; `amux.memory.doctor`)."""
+        """Read-only health report of the scope (`amux memory doctor`; `amux.memory.health`)."""
         with self._scope_dir(scope, create=False) as scope_fd:
             collected = documents.collect(scope_fd)
-        report = doctor.diagnose(collected, scope.binding, self.wall_clock())
+        report = health.diagnose(collected, scope.binding, self.wall_clock())
         if self.history is not None:  # old versions go first: headroom, never an error
             report["quota"].append({"quota": "history_bytes", "used": self.history.size(scope),
                                     "limit": self.history.max_bytes, "path": None})

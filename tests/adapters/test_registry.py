@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from amux.adapters.base import (
-    NOTHING, PROMPT, AgentRequest, Channel, Headless, LaunchPlan, ModelWire, Probe,
+    NOTHING, PROMPT, AgentRequest, Channel, Headless, LaunchPlan, ModelApi, Probe,
     Requirement, first_line_version, merge_instructions, no_kept_session,
     no_quick_exit_cause, no_session_files, no_unpacked_code, no_user_settings, refuse,
 )
@@ -41,7 +41,7 @@ class ToyAdapter:
     requires = (Requirement("flag", "--instructions", "the memory protocol reaches Toy"),)
     package: str | None = None
     quick_exit_hint: str | None = None
-    model_wire: ModelWire = "chat"
+    model_api: ModelApi = "chat"
     key_variables = ("TOY_API_KEY",)
     instruction_files = ("TOY.md",)
     mcp_tool_prefix: str | None = None

@@ -16,7 +16,7 @@ from tests.e2e.story import gemini_declared
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Text, mcp
 from tests.mockmodel.agents import amux_mcp_argv, gemini_env, gemini_mcp_server, run_agent
-from tests.mockmodel.wire import Gemini
+from tests.mockmodel.apis import Gemini
 from tests.peers import npm_bin
 
 NOTE = "# Note\nsaved by the agent\n"
@@ -34,7 +34,7 @@ def test_gemini_p_answers_with_the_scripted_text(tmp_path: Path) -> None:
     assert done.stdout.strip() == "HELLO-FROM-MOCK"
     [main] = model.main()
     assert main.path.endswith(":streamGenerateContent") and main.query == "alt=sse"
-    assert main.wire is not None and issubclass(main.wire, Gemini)
+    assert main.api_class is not None and issubclass(main.api_class, Gemini)
     assert main.headers["x-goog-api-key"] == "sk-dummy"
     assert main.instruction_parts[0].startswith("You are Gemini CLI")
     # The user's prompt is the last part of the one user turn, after Gemini's session context.

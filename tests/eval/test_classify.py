@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from amux.eval import wire
+from amux.eval import model_apis as apis
 from amux.eval.classify import (
     classify,
     corpus,
@@ -82,18 +82,18 @@ def test_places_of_writes_outside_memory() -> None:
 
 
 def test_calls_that_write_and_calls_that_use_memory() -> None:
-    echo = wire.ToolCall("c1", "Bash", {"command": "echo 'port 6543' >> NOTES.md 2>&1"})
+    echo = apis.ToolCall("c1", "Bash", {"command": "echo 'port 6543' >> NOTES.md 2>&1"})
     assert [(w.place, w.path) for w in call_writes(echo, ROOT)] == [("repository", "NOTES.md")]
-    heredoc = wire.ToolCall("c2", "bash", {"command": "amux memory upsert a.md "
+    heredoc = apis.ToolCall("c2", "bash", {"command": "amux memory upsert a.md "
                                            "--expected-revision absent <<'EOF'\n> quoted\nEOF"})
     assert call_writes(heredoc, ROOT) == []
     assert [(c.op, c.via, c.path) for c in memory_calls(heredoc)] == [("upsert", "cli", "a.md")]
-    patch = wire.ToolCall("c3", "apply_patch", {"input": "*** Begin Patch\n*** Update File: "
+    patch = apis.ToolCall("c3", "apply_patch", {"input": "*** Begin Patch\n*** Update File: "
                                                 "AGENTS.md\n+port 6543\n*** End Patch"})
     assert [w.place for w in call_writes(patch, ROOT)] == ["agents_md"]
-    read = wire.ToolCall("c4", "Read", {"file_path": f"{ROOT}/work/AGENTS.md"})
+    read = apis.ToolCall("c4", "Read", {"file_path": f"{ROOT}/work/AGENTS.md"})
     assert call_writes(read, ROOT) == []
-    codex = wire.ToolCall("c5", "mcp__amux__memory_get", {"path": "MEMORY.md"},
+    codex = apis.ToolCall("c5", "mcp__amux__memory_get", {"path": "MEMORY.md"},
                           result='{"error":{"code":"not_found"}}')
     assert [(c.op, c.path, c.ok) for c in memory_calls(codex)] == [("get", "MEMORY.md", False)]
 
@@ -102,25 +102,25 @@ def test_gemini_and_opencode_tools() -> None:
     """Gemini CLI's `mcp_amux_*`, `write_file`/`replace`, `run_shell_command` and GEMINI.md;
     OpenCode's `amux_*` and its `write`/`edit` tools' `filePath`."""
     for name in ("mcp_amux_memory_search", "amux_memory_search"):
-        call = wire.ToolCall("c", name, {"query": "daily_yield"}, result="[]")
+        call = apis.ToolCall("c", name, {"query": "daily_yield"}, result="[]")
         assert [(c.op, c.via, c.query, c.ok) for c in memory_calls(call)] == [
             ("search", "mcp", "daily_yield", True)]
-    assert memory_calls(wire.ToolCall("c", "mcp_other_memory_search", {})) == []
+    assert memory_calls(apis.ToolCall("c", "mcp_other_memory_search", {})) == []
     assert place_of(f"{ROOT}/work/GEMINI.md", ROOT) == "agents_md"
     assert place_of(f"{ROOT}/home/.gemini/GEMINI.md", ROOT) == "native_memory"
     assert place_of(f"{ROOT}/home/.gemini/tmp/work/memory/MEMORY.md", ROOT) == "native_memory"
     assert place_of(f"{ROOT}/home/.gemini/tmp/work/chats/session-1.jsonl", ROOT) is None
-    writes = [wire.ToolCall("c1", "write_file", {"file_path": "GEMINI.md", "content": "x"}),
-              wire.ToolCall("c2", "replace", {"file_path": f"{ROOT}/work/src/calc.py"}),
-              wire.ToolCall("c3", "run_shell_command", {"command": "echo 6543 >> notes.txt"}),
-              wire.ToolCall("c4", "write", {"filePath": f"{ROOT}/work/AGENTS.md"}),
-              wire.ToolCall("c5", "edit", {"filePath": f"{ROOT}/work/README.md",
+    writes = [apis.ToolCall("c1", "write_file", {"file_path": "GEMINI.md", "content": "x"}),
+              apis.ToolCall("c2", "replace", {"file_path": f"{ROOT}/work/src/calc.py"}),
+              apis.ToolCall("c3", "run_shell_command", {"command": "echo 6543 >> notes.txt"}),
+              apis.ToolCall("c4", "write", {"filePath": f"{ROOT}/work/AGENTS.md"}),
+              apis.ToolCall("c5", "edit", {"filePath": f"{ROOT}/work/README.md",
                                            "oldString": "a", "newString": "b"})]
     assert [(w.place, w.path) for call in writes for w in call_writes(call, ROOT)] == [
         ("agents_md", "GEMINI.md"), ("repository", f"{ROOT}/work/src/calc.py"),
         ("repository", "notes.txt"), ("agents_md", f"{ROOT}/work/AGENTS.md"),
         ("repository", f"{ROOT}/work/README.md")]
-    shell = wire.ToolCall("c6", "run_shell_command", {"command": "amux memory show MEMORY.md"})
+    shell = apis.ToolCall("c6", "run_shell_command", {"command": "amux memory show MEMORY.md"})
     assert [(c.op, c.via) for c in memory_calls(shell)] == [("get", "cli")]
 
 

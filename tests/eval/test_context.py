@@ -14,7 +14,7 @@ from amux.cli.eval import eval_main
 from amux.eval import context
 from amux.eval.live import LiveOptions, run_live
 from amux.eval.loopback import LoopbackServer, QuietHandler
-from amux.eval.wire import Size
+from amux.eval.model_apis import Size
 from tests.mockmodel import Text
 from tests.mockmodel.ollama import FakeOllama
 from tests.peers import npm_bin
@@ -116,8 +116,8 @@ def test_a_gemini_api_window_is_the_model_s_input_token_limit() -> None:
             self.wfile.write(payload)
 
     with LoopbackServer(Handler) as server:
-        window = context.probe(server.url, "gemini-small", "sk-test", wire="gemini")
-        other = context.probe(server.url, "gemini-small", "sk-test", wire="chat")
+        window = context.probe(server.url, "gemini-small", "sk-test", api="gemini")
+        other = context.probe(server.url, "gemini-small", "sk-test", api="chat")
     assert (window.tokens, window.source) == (
         8192, "GET …/v1beta/models/gemini-small inputTokenLimit")
     assert ("/v1beta/models/gemini-small", "sk-test") in seen

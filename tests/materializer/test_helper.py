@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from amux.errors import AmuxError, InvalidArgument
-from amux.materializer import helper as wire
+from amux.materializer import helper as protocol
 from amux.materializer.helper import Helper
 from amux.materializer.target import Target
 from tests.hostile import throwaway_user
@@ -157,7 +157,7 @@ def test_every_value_and_bytes_cross_the_wire_intact(value: Any, data: bytes) ->
     names are, included) and any bytes come out as they went in."""
     ours, theirs = socket.socketpair()
     with ours, theirs:
-        wire._send(ours, wire._reply(value))
-        assert wire._answer(wire._receive(theirs, time.monotonic() + 5, None)) == value
-        wire._send(ours, wire._reply(data))
-        assert wire._answer(wire._receive(theirs, None, None)) == data
+        protocol._send(ours, protocol._reply(value))
+        assert protocol._answer(protocol._receive(theirs, time.monotonic() + 5, None)) == value
+        protocol._send(ours, protocol._reply(data))
+        assert protocol._answer(protocol._receive(theirs, None, None)) == data

@@ -1,8 +1,8 @@
 """A scripted mock model server on loopback that stands in for the paid model in agent tests."""
 
+from tests.mockmodel.apis import ToolResult
 from tests.mockmodel.script import EXHAUSTED, SIDE_ANSWER, Script, Step, Text, ToolCall, mcp
 from tests.mockmodel.server import CallResult, MockModel, Recorded, default_is_side, first
-from tests.mockmodel.wire import ToolResult
 
 __all__ = [
     "EXHAUSTED",

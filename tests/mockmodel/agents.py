@@ -223,7 +223,7 @@ QWEN_EXTRACTOR = "managed memory extraction subagent"
 
 
 def qwen_is_side(request: Recorded) -> bool:
-    """Qwen's side requests on the main wire: the auto-memory extractor and the `auto`
+    """Qwen's side requests on the main model API: the auto-memory extractor and the `auto`
     approval mode's classifier (`tools: [respond_in_schema]`), beside the mock's defaults."""
     if default_is_side(request):
         return True

@@ -11,7 +11,7 @@
 - `pin=N` rewrites every prompt count the model APIs report (`prompt_tokens`,
   `input_tokens`) to N: a server that truncated the prompt to its window.
 
-Everything else is `MockModel`'s (the three wire APIs, scripts, recording); `api_calls`
+Everything else is `MockModel`'s (the model APIs, scripts, recording); `api_calls`
 lists the native calls in order.
 """
 

@@ -2,7 +2,7 @@
 
 A step is `Text("…")` (a plain answer: the agent ends its turn) or `ToolCall(name, arguments)`
 (the agent runs the tool and sends the result back in its next request, which gets the next
-step). `ToolCall.server` names the MCP server a tool comes from; each wire API spells it its own
+step). `ToolCall.server` names the MCP server a tool comes from; each model API spells it its own
 way (`mcp__amux__memory_search` for Claude, `namespace: "mcp__amux"` for Codex,
 `mcp_amux_memory_search` for Gemini CLI); leave it None for the agent's own tools (Pi's
 `bash`, Claude's `Bash`, Gemini's `run_shell_command`).

@@ -48,8 +48,9 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from amux.eval.loopback import LoopbackServer, QuietHandler
+from amux.eval.model_apis import JSON, ToolResult, lists_tools
+from tests.mockmodel.apis import Anthropic, Api, Gemini, api_for
 from tests.mockmodel.script import EXHAUSTED, SIDE_ANSWER, Script, Step, Text, ToolCall
-from tests.mockmodel.wire import JSON, Anthropic, Gemini, ToolResult, Wire, wire_for
 
 
 @dataclass
@@ -71,7 +72,7 @@ class Recorded:
     exhausted: bool = False
     status: int = 200
     at: float = field(default_factory=time.monotonic)
-    wire: type[Wire] | None = field(default=None, repr=False)
+    api_class: type[Api] | None = field(default=None, repr=False)
 
     @property
     def subagent(self) -> str | None:
@@ -83,9 +84,9 @@ class Recorded:
         """Claude: `system` block texts; Codex: developer message texts of `input`;
         Pi: the text of `messages[0]` when it is the system message; Gemini: the text parts
         of `systemInstruction`."""
-        if self.wire is None or not isinstance(self.body, dict):
+        if self.api_class is None or not isinstance(self.body, dict):
             return []
-        return self.wire.instructions(self.body)
+        return self.api_class.instructions(self.body)
 
     @property
     def instructions(self) -> str:
@@ -95,14 +96,14 @@ class Recorded:
     @property
     def tool_results(self) -> list[ToolResult]:
         """Every tool result the request carries (the whole history, oldest first)."""
-        if self.wire is None or not isinstance(self.body, dict):
+        if self.api_class is None or not isinstance(self.body, dict):
             return []
-        return self.wire.tool_results(self.body)
+        return self.api_class.tool_results(self.body)
 
     @property
     def tools(self) -> list[Any]:
         """The request's `tools` list as sent (Gemini: `[{"functionDeclarations": […]}]`;
-        `tool_names` flattens every wire's list to names)."""
+        `tool_names` flattens every API's list to names)."""
         tools = self.body.get("tools") if isinstance(self.body, dict) else None
         return tools if isinstance(tools, list) else []
 
@@ -140,8 +141,9 @@ def default_is_side(request: Recorded) -> bool:
     """Codex sub-agents (`x-openai-subagent`), Anthropic and Gemini requests without tools."""
     if request.subagent is not None:
         return True
-    wire = request.wire
-    return wire is not None and issubclass(wire, (Anthropic, Gemini)) and not request.tools
+    api = request.api_class
+    return api is not None and issubclass(api, (Anthropic, Gemini)) \
+        and not lists_tools(request.body)
 
 
 class MockModel(LoopbackServer):
@@ -230,19 +232,19 @@ class MockModel(LoopbackServer):
 
     def _answer(self, request: Recorded) -> tuple[str, bytes]:
         """Classify a model request, pick its step, render it (under the lock: deterministic)."""
-        wire = request.wire
-        assert wire is not None
+        api = request.api_class
+        assert api is not None
         with self._lock:
             request.side = self.is_side(request)
             if request.side:
                 step: Step = Text(SIDE_ANSWER)
                 call_id = f"side_{len(self._requests)}"
             else:
-                step, call_id = self._main_step(request, wire)
-        return wire.render(request.body, step, call_id)
+                step, call_id = self._main_step(request, api)
+        return api.render(request.body, step, call_id)
 
-    def _main_step(self, request: Recorded, wire: type[Wire]) -> tuple[Step, str]:
-        known = [self._issued[i] for i in wire.trailing_call_ids(request.body)
+    def _main_step(self, request: Recorded, api: type[Api]) -> tuple[Step, str]:
+        known = [self._issued[i] for i in api.trailing_call_ids(request.body)
                  if i in self._issued]
         if known:
             conversation, previous = max(known)
@@ -258,7 +260,7 @@ class MockModel(LoopbackServer):
             step = script[number]
         else:
             step, request.exhausted = Text(EXHAUSTED), True
-        prefix = "toolu_mock" if wire is Anthropic else "call_mock"
+        prefix = "toolu_mock" if api is Anthropic else "call_mock"
         call_id = f"{prefix}_{conversation}_{number}"
         if isinstance(step, ToolCall):
             self._issued[call_id] = (conversation, number)
@@ -299,9 +301,9 @@ def _handler_for(model: MockModel) -> type[BaseHTTPRequestHandler]:
             except (ValueError, OSError, ImportError):
                 body = None
             request = Recorded(0, self.command, path, query, headers, raw, body)
-            wire = wire_for(path)
-            if self.command == "POST" and wire is not None and isinstance(body, dict):
-                request.api, request.wire = wire.name, wire
+            api = api_for(path)
+            if self.command == "POST" and api is not None and isinstance(body, dict):
+                request.api, request.api_class = api.name, api
                 content_type, payload = model._answer(request)
                 status = 200
             elif path.endswith("/count_tokens"):

@@ -1,4 +1,4 @@
-"""The scripted mock model: its wire formats and matching rule, then one real run of each agent.
+"""The scripted mock model: its API formats and matching rule, then one real run of each agent.
 
 The smoke tests drive the real CLIs (fixtures/npm) against the mock: Pi runs a bash tool
 call; Claude and Codex each call `memory_upsert` on the real MCP server (`amux memory mcp`)
@@ -59,7 +59,7 @@ def events(payload: bytes) -> list[tuple[str | None, Any]]:
     return parsed
 
 
-# -- the wire formats and the matching rule, without an agent ---------------------------------
+# -- the model API formats and the matching rule, without an agent ----------------------------
 
 
 def anthropic_body(messages: list[Any], tools: bool = True) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """`amux memory doctor`: the readable report of the Hub's `/v1/memory/doctor` answer.
 
-The checks run in the Hub (`amux.memory.doctor`, described in docs/store.md); the
+The checks run in the Hub (`amux.memory.health`, described in docs/store.md); the
 client only asks and prints. `--json` prints the answer as it came; the default is
 this plain-text report; `--pretty` is rich in the installed `amux`. Standard
 library only, like the rest of `amux.client`.

@@ -1,4 +1,6 @@
-"""The four model wire APIs as the evaluation reads them, and a canned reply for capture runs.
+"""The four model APIs (what an agent sends its model, and the answer) as the evaluation
+reads them, and a canned reply for capture runs; the mock model (tests/mockmodel) reads
+requests with the same functions.
 
 - `anthropic` — Messages API (`POST …/v1/messages`): Claude Code.
 - `responses` — OpenAI Responses API (`POST …/responses`): Codex.
@@ -22,13 +24,12 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from amux.adapters.base import ModelWire
+from amux.adapters.base import ModelApi
 
-WireName = ModelWire
 SSE = "text/event-stream"
 JSON = "application/json"
 CHARS_PER_TOKEN = 4
@@ -58,8 +59,8 @@ class Parsed:
     errors: list[str] = field(default_factory=list)
 
 
-def wire_for(path: str) -> WireName | None:
-    """The wire API a request path belongs to (a query string is ignored), or None."""
+def api_for(path: str) -> ModelApi | None:
+    """The model API a request path belongs to (a query string is ignored), or None."""
     path = path.partition("?")[0]
     if path.endswith((":generateContent", ":streamGenerateContent")):
         return "gemini"
@@ -94,26 +95,61 @@ def _text(content: Any) -> str:
     return "" if content is None else json.dumps(content)
 
 
-def tool_calls(wire: WireName, body: Any) -> list[ToolCall]:
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool result the agent sent back: the id of the call it answers and its text."""
+
+    call_id: str
+    text: str
+    is_error: bool = False
+
+
+def tool_results(api: ModelApi, body: Any) -> list[ToolResult]:
+    """Every tool result a request's history carries, oldest first (Gemini: the id as the
+    model gave it, without Gemini CLI's `NAME__` prefix)."""
+    if not isinstance(body, dict):
+        return []
+    results: list[ToolResult] = []
+    if api == "anthropic":
+        for message in body.get("messages") or []:
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    results.append(ToolResult(str(block.get("tool_use_id")),
+                                              _text(block.get("content")),
+                                              bool(block.get("is_error"))))
+    elif api == "responses":
+        results += [ToolResult(str(item.get("call_id")), _text(item.get("output")))
+                    for item in body.get("input") or []
+                    if isinstance(item, dict) and str(item.get("type", "")).endswith("call_output")]
+    elif api == "gemini":
+        for content in body.get("contents") or []:
+            for part in _parts(content):
+                response = part.get("functionResponse")
+                if isinstance(response, dict):
+                    text, is_error = _gemini_result(response.get("response"))
+                    results.append(ToolResult(gemini_call_id(response), text, is_error))
+    else:
+        results += [ToolResult(str(message.get("tool_call_id")), _text(message.get("content")))
+                    for message in body.get("messages") or []
+                    if isinstance(message, dict) and message.get("role") == "tool"]
+    return results
+
+
+def tool_calls(api: ModelApi, body: Any) -> list[ToolCall]:
     """The tool calls in a request's history, oldest first, with their results."""
     if not isinstance(body, dict):
         return []
     calls: dict[str, ToolCall] = {}
-    results: dict[str, tuple[str, bool]] = {}
-    if wire == "anthropic":
+    if api == "anthropic":
         for message in body.get("messages") or []:
             content = message.get("content") if isinstance(message, dict) else None
             for block in content if isinstance(content, list) else []:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "tool_use":
+                if isinstance(block, dict) and block.get("type") == "tool_use":
                     call_id = str(block.get("id"))
                     calls[call_id] = ToolCall(call_id, str(block.get("name")),
                                               _arguments(block.get("input")))
-                elif block.get("type") == "tool_result":
-                    results[str(block.get("tool_use_id"))] = (
-                        _text(block.get("content")), bool(block.get("is_error")))
-    elif wire == "responses":
+    elif api == "responses":
         for item in body.get("input") or []:
             if not isinstance(item, dict):
                 continue
@@ -132,28 +168,21 @@ def tool_calls(wire: WireName, body: Any) -> list[ToolCall]:
                 action = item.get("action") if isinstance(item.get("action"), dict) else {}
                 command = action.get("command") if isinstance(action, dict) else None
                 calls[call_id] = ToolCall(call_id, "local_shell", {"command": command})
-            elif kind.endswith("call_output"):
-                output = item.get("output")
-                results[call_id] = (_text(output), False)
-    elif wire == "gemini":
+    elif api == "gemini":
         return _gemini_calls(body)
     else:
         for message in body.get("messages") or []:
-            if not isinstance(message, dict):
-                continue
-            if message.get("role") == "assistant":
+            if isinstance(message, dict) and message.get("role") == "assistant":
                 for call in message.get("tool_calls") or []:
                     function = call.get("function") if isinstance(call, dict) else None
                     if isinstance(function, dict):
                         call_id = str(call.get("id"))
                         calls[call_id] = ToolCall(call_id, str(function.get("name")),
                                                   _arguments(function.get("arguments")))
-            elif message.get("role") == "tool":
-                results[str(message.get("tool_call_id"))] = (_text(message.get("content")),
-                                                             False)
-    for call_id, (text, is_error) in results.items():
-        if call_id in calls:
-            calls[call_id].result, calls[call_id].is_error = text, is_error
+    for result in tool_results(api, body):
+        if result.call_id in calls:
+            calls[result.call_id].result = result.text
+            calls[result.call_id].is_error = result.is_error
     return list(calls.values())
 
 
@@ -191,6 +220,13 @@ def _gemini_calls(body: dict[str, Any]) -> list[ToolCall]:
     return calls
 
 
+def gemini_call_id(response: dict[str, Any]) -> str:
+    """The id of the call a `functionResponse` answers, as the model gave it: Gemini CLI
+    0.61.0 prefixes it with `NAME__` (`processStreamResponse`); the prefix is removed."""
+    given, name = str(response.get("id") or ""), str(response.get("name") or "")
+    return given.removeprefix(f"{name}__") if name else given
+
+
 def _gemini_result(response: Any) -> tuple[str, bool]:
     """A `functionResponse.response` as (text, is_error): its `output` or `error`."""
     if isinstance(response, dict):
@@ -207,7 +243,7 @@ def lists_tools(body: Any) -> bool:
     return isinstance(body, dict) and bool(body.get("tools"))
 
 
-_CONTENT_FIELDS: dict[WireName, tuple[str, ...]] = {
+_CONTENT_FIELDS: dict[ModelApi, tuple[str, ...]] = {
     "anthropic": ("system", "messages", "tools"),
     "responses": ("instructions", "input", "tools"),
     "chat": ("messages", "tools"),
@@ -230,7 +266,7 @@ class Size:
         return math.ceil(self.content_chars / CHARS_PER_TOKEN)
 
 
-def size(wire: WireName, body: Any) -> Size:
+def size(api: ModelApi, body: Any) -> Size:
     if not isinstance(body, dict):
         return Size(0, 0, 0, 0)
 
@@ -240,27 +276,27 @@ def size(wire: WireName, body: Any) -> Size:
 
     listed = body.get("tools")
     tools: list[Any] = listed if isinstance(listed, list) else []
-    if wire == "gemini":  # one entry holds every declaration: count those
+    if api == "gemini":  # one entry holds every declaration: count those
         tools = [declaration for tool in tools if isinstance(tool, dict)
                  for declaration in tool.get("functionDeclarations") or []] or tools
-    return Size(sum(chars(body.get(key)) for key in _CONTENT_FIELDS[wire]),
-                len(instructions(wire, body)), len(tools), chars(tools))
+    return Size(sum(chars(body.get(key)) for key in _CONTENT_FIELDS[api]),
+                len(instructions(api, body)), len(tools), chars(tools))
 
 
-def instructions(wire: WireName, body: Any) -> str:
+def instructions(api: ModelApi, body: Any) -> str:
     """The agent's instruction channel: Claude's `system`, Codex's instructions and
     developer messages, the system message of a chat request, Gemini's
     `systemInstruction` (a content with text parts, or a plain string)."""
     if not isinstance(body, dict):
         return ""
-    if wire == "anthropic":
+    if api == "anthropic":
         return _text(body.get("system"))
-    if wire == "gemini":
+    if api == "gemini":
         system = body.get("systemInstruction")
         if isinstance(system, str):
             return system
         return "\n".join(str(part["text"]) for part in _parts(system) if "text" in part)
-    if wire == "responses":
+    if api == "responses":
         parts = [_text(body.get("instructions"))] if body.get("instructions") else []
         parts += [_text(item.get("content")) for item in body.get("input") or []
                   if isinstance(item, dict) and item.get("role") in ("developer", "system")]
@@ -306,11 +342,11 @@ def _int(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def parse_response(wire: WireName, payload: bytes) -> Parsed:
+def parse_response(api: ModelApi, payload: bytes) -> Parsed:
     """The assistant text and the reported prompt tokens of one response."""
     parsed = Parsed()
     texts: list[str] = []
-    handle: Callable[[dict[str, Any], Parsed, list[str]], None] = _HANDLERS[wire]
+    handle: Callable[[dict[str, Any], Parsed, list[str]], None] = _HANDLERS[api]
     for event in _flattened(_events(payload)):
         parsed.events += 1
         if isinstance(event.get("error"), dict | str):
@@ -380,7 +416,7 @@ def _gemini(event: dict[str, Any], parsed: Parsed, texts: list[str]) -> None:
                          if isinstance(part.get("text"), str) and not part.get("thought"))
 
 
-_HANDLERS: dict[WireName, Callable[[dict[str, Any], Parsed, list[str]], None]] = {
+_HANDLERS: dict[ModelApi, Callable[[dict[str, Any], Parsed, list[str]], None]] = {
     "anthropic": _anthropic, "responses": _responses, "chat": _chat, "gemini": _gemini,
 }
 
@@ -388,30 +424,32 @@ _HANDLERS: dict[WireName, Callable[[dict[str, Any], Parsed, list[str]], None]] =
 # -- the canned reply of capture runs ------------------------------------------------------------
 
 
-def _sse(events: list[tuple[str | None, Any]]) -> bytes:
-    return "".join((f"event: {name}\n" if name else "")
-                   + f"data: {data if isinstance(data, str) else json.dumps(data)}\n\n"
-                   for name, data in events).encode()
+def sse(events: Sequence[tuple[str | None, Any]]) -> bytes:
+    """Server-sent events: `event:` (when named) and `data:` lines (a string as is, else
+    JSON), one blank line after each event."""
+    return "".join((f"event: {name}\n" if name else "") + "data: "
+                   + (data if isinstance(data, str) else json.dumps(data, ensure_ascii=False))
+                   + "\n\n" for name, data in events).encode()
 
 
-def render_text(wire: WireName, body: Any, text: str, path: str = "") -> tuple[str, bytes]:
+def render_text(api: ModelApi, body: Any, text: str, path: str = "") -> tuple[str, bytes]:
     """(content type, body) of a plain text answer to `body`, streamed when it asked to be
     (Gemini: when `path` is `…:streamGenerateContent`)."""
     request = body if isinstance(body, dict) else {}
     model = str(request.get("model", "capture"))
     stream = bool(request.get("stream"))
-    tokens = size(wire, request).estimated_tokens
-    if wire == "gemini":
+    tokens = size(api, request).estimated_tokens
+    if api == "gemini":
         return _render_gemini(request, text, path.partition("?")[0].endswith(
             ":streamGenerateContent"), tokens)
-    if wire == "anthropic":
+    if api == "anthropic":
         usage = {"input_tokens": tokens, "output_tokens": 1}
         message = {"id": "msg_capture", "type": "message", "role": "assistant",
                    "model": model, "stop_reason": "end_turn", "stop_sequence": None}
         if not stream:
             return JSON, json.dumps({**message, "content": [{"type": "text", "text": text}],
                                      "usage": usage}).encode()
-        return SSE, _sse([
+        return SSE, sse([
             ("message_start", {"type": "message_start", "message": {
                 **message, "content": [], "stop_reason": None, "usage": usage}}),
             ("content_block_start", {"type": "content_block_start", "index": 0,
@@ -423,7 +461,7 @@ def render_text(wire: WireName, body: Any, text: str, path: str = "") -> tuple[s
                 "stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 1}}),
             ("message_stop", {"type": "message_stop"}),
         ])
-    if wire == "responses":
+    if api == "responses":
         part = {"type": "output_text", "text": text, "annotations": []}
         item = {"type": "message", "id": "msg_capture", "role": "assistant",
                 "status": "completed", "content": [part]}
@@ -448,7 +486,7 @@ def render_text(wire: WireName, body: Any, text: str, path: str = "") -> tuple[s
             ("response.output_item.done", {"output_index": 0, "item": item}),
             ("response.completed", {"response": response}),
         ]
-        return SSE, _sse([(name, {"type": name, "sequence_number": number, **data})
+        return SSE, sse([(name, {"type": name, "sequence_number": number, **data})
                           for number, (name, data) in enumerate(events)])
     base = {"id": "chatcmpl-capture", "created": int(time.time()), "model": model}
     usage = {"prompt_tokens": tokens, "completion_tokens": 1, "total_tokens": tokens + 1}
@@ -457,7 +495,7 @@ def render_text(wire: WireName, body: Any, text: str, path: str = "") -> tuple[s
                                  "choices": [{"index": 0, "finish_reason": "stop", "message": {
                                      "role": "assistant", "content": text}}]}).encode()
     chunk = {**base, "object": "chat.completion.chunk"}
-    return SSE, _sse([
+    return SSE, sse([
         (None, {**chunk, "choices": [{"index": 0, "finish_reason": None,
                                       "delta": {"role": "assistant", "content": text}}]}),
         (None, {**chunk, "choices": [{"index": 0, "finish_reason": "stop", "delta": {}}]}),
@@ -482,19 +520,26 @@ def json_instance(schema: Any, text: str) -> Any:
             "null": None}.get(kind, text)
 
 
+def gemini_answer_text(request: Any, text: str) -> str:
+    """`text`, or when a Gemini request asks for JSON (`responseMimeType: application/json`:
+    Gemini CLI's model router and other side requests retry any other answer) and `text` is
+    not JSON, the smallest instance of its `responseJsonSchema` (else `responseSchema`)."""
+    config = request.get("generationConfig") if isinstance(request, dict) else None
+    if not isinstance(config, dict) or config.get("responseMimeType") != JSON:
+        return text
+    try:
+        json.loads(text)
+    except ValueError:
+        schema = config.get("responseJsonSchema") or config.get("responseSchema")
+        return json.dumps(json_instance(schema, text))
+    return text
+
+
 def _render_gemini(request: dict[str, Any], text: str, stream: bool,
                    tokens: int) -> tuple[str, bytes]:
-    """A `GenerateContentResponse` with `text` (as JSON when the request asks for JSON:
-    Gemini CLI's model router and other side requests retry any other answer), streamed as
-    two `data:` events: the part, then the finish reason with the usage."""
-    config = request.get("generationConfig")
-    if isinstance(config, dict) and config.get("responseMimeType") == JSON:
-        try:
-            json.loads(text)
-        except ValueError:
-            schema = config.get("responseJsonSchema") or config.get("responseSchema")
-            text = json.dumps(json_instance(schema, text))
-    content = {"role": "model", "parts": [{"text": text}]}
+    """A `GenerateContentResponse` with `text` (`gemini_answer_text`), streamed as two
+    `data:` events: the part, then the finish reason with the usage."""
+    content = {"role": "model", "parts": [{"text": gemini_answer_text(request, text)}]}
     usage = {"promptTokenCount": tokens, "candidatesTokenCount": 1,
              "totalTokenCount": tokens + 1}
     base = {"modelVersion": "capture", "responseId": "resp_capture"}
@@ -502,7 +547,7 @@ def _render_gemini(request: dict[str, Any], text: str, stream: bool,
             "usageMetadata": usage, **base}
     if not stream:
         return JSON, json.dumps(done).encode()
-    return SSE, _sse([
+    return SSE, sse([
         (None, {"candidates": [{"content": content, "index": 0}], **base}),
         (None, {"candidates": [{"content": {"role": "model", "parts": []},
                                 "finishReason": "STOP", "index": 0}],

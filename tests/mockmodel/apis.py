@@ -1,4 +1,4 @@
-"""The wire APIs the agents speak: what a request carries and how a step is streamed back.
+"""The model APIs the agents speak, as the mock serves them: where, and a step streamed back.
 
 - `Anthropic` — Messages API (`POST /v1/messages`), Claude Code.
 - `Responses` — OpenAI Responses API (`POST /v1/responses`), Codex.
@@ -6,9 +6,12 @@
 - `Gemini` — Gemini API (`POST /v1beta/models/{model}:generateContent`, one JSON document) and
   `GeminiStream` (`…:streamGenerateContent?alt=sse`, SSE), Gemini CLI with an API key.
 
-Each class reads a parsed request body (the instruction channel, the tool results it carries,
-the ids of the tool results that end it) and renders one step as the response body the agent
-expects: SSE when the request asked for `stream: true`, one JSON document otherwise.
+Each class reads a parsed request body (the instruction texts, part by part; the ids of the
+tool results that end it) and renders one step as the response body the agent expects: SSE
+when the request asked for `stream: true`, one JSON document otherwise. What every reader of
+these APIs knows (the tool results a history carries, whether tools are offered, Gemini's
+JSON answers, SSE framing) is the product's `amux.eval.model_apis`; here is what only the mock
+needs: the paths it serves, its matching rule's trailing ids, scripted steps rendered.
 """
 
 from __future__ import annotations
@@ -16,24 +19,19 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from amux.eval.wire import json_instance
+from amux.adapters.base import ModelApi
+from amux.eval.model_apis import (
+    JSON,
+    SSE,
+    ToolResult,
+    gemini_answer_text,
+    gemini_call_id,
+    sse,
+    tool_results,
+)
 from tests.mockmodel.script import Step, ToolCall
-
-SSE = "text/event-stream"
-JSON = "application/json"
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """A tool result the agent sent back: the id of the call it answers and its text."""
-
-    call_id: str
-    text: str
-    is_error: bool = False
 
 
 def _texts(content: Any, types: tuple[str, ...]) -> list[str]:
@@ -46,37 +44,29 @@ def _texts(content: Any, types: tuple[str, ...]) -> list[str]:
     return []
 
 
-def _sse(events: Sequence[tuple[str | None, Any]]) -> bytes:
-    """`event:` (when named) and `data:` lines, one blank line after each event."""
-    out = []
-    for name, data in events:
-        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False)
-        out.append((f"event: {name}\n" if name else "") + f"data: {text}\n\n")
-    return "".join(out).encode()
-
-
 def _estimate_tokens(body: Any) -> int:
     return max(1, len(json.dumps(body, ensure_ascii=False)) // 4)
 
 
-class Wire:
-    """One wire API; subclasses fill in the details."""
+class Api:
+    """One model API; subclasses fill in the details."""
 
-    name: ClassVar[str]
+    name: ClassVar[ModelApi]
     paths: ClassVar[tuple[str, ...]]
 
     @classmethod
     def serves(cls, path: str) -> bool:
-        """Whether this wire answers `path` (query string removed)."""
+        """Whether the mock answers `path` (query string removed) with this API."""
         return path in cls.paths
 
     @staticmethod
     def instructions(body: Any) -> list[str]:
         raise NotImplementedError
 
-    @staticmethod
-    def tool_results(body: Any) -> list[ToolResult]:
-        raise NotImplementedError
+    @classmethod
+    def tool_results(cls, body: Any) -> list[ToolResult]:
+        """Every tool result the request carries (`amux.eval.model_apis.tool_results`)."""
+        return tool_results(cls.name, body)
 
     @staticmethod
     def trailing_call_ids(body: Any) -> list[str]:
@@ -89,27 +79,13 @@ class Wire:
         raise NotImplementedError
 
 
-class Anthropic(Wire):
+class Anthropic(Api):
     name = "anthropic"
     paths = ("/v1/messages",)
 
     @staticmethod
     def instructions(body: Any) -> list[str]:
         return _texts(body.get("system"), ("text",))
-
-    @staticmethod
-    def tool_results(body: Any) -> list[ToolResult]:
-        results = []
-        for message in body.get("messages") or []:
-            content = message.get("content")
-            if message.get("role") != "user" or not isinstance(content, list):
-                continue
-            for block in content:
-                if isinstance(block, dict) and block.get("type") == "tool_result":
-                    text = "\n".join(_texts(block.get("content"), ("text",)))
-                    results.append(ToolResult(str(block.get("tool_use_id")), text,
-                                              bool(block.get("is_error"))))
-        return results
 
     @staticmethod
     def trailing_call_ids(body: Any) -> list[str]:
@@ -144,7 +120,7 @@ class Anthropic(Wire):
                 "id": message_id, "type": "message", "role": "assistant", "model": model,
                 "content": [final_block], "stop_reason": stop, "stop_sequence": None,
                 "usage": {**usage, "output_tokens": 5}}).encode()
-        return SSE, _sse([
+        return SSE, sse([
             ("message_start", {"type": "message_start", "message": {
                 "id": message_id, "type": "message", "role": "assistant", "model": model,
                 "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}}),
@@ -160,7 +136,7 @@ class Anthropic(Wire):
         ])
 
 
-class Responses(Wire):
+class Responses(Api):
     name = "responses"
     paths = ("/v1/responses",)
 
@@ -171,16 +147,6 @@ class Responses(Wire):
             if isinstance(item, dict) and item.get("role") == "developer":
                 texts.extend(_texts(item.get("content"), ("input_text", "text")))
         return texts
-
-    @staticmethod
-    def tool_results(body: Any) -> list[ToolResult]:
-        results = []
-        for item in body.get("input") or []:
-            if isinstance(item, dict) and str(item.get("type", "")).endswith("call_output"):
-                output = item.get("output")
-                text = "\n".join(_texts(output, ("input_text", "output_text", "text")))
-                results.append(ToolResult(str(item.get("call_id")), text))
-        return results
 
     @staticmethod
     def trailing_call_ids(body: Any) -> list[str]:
@@ -238,11 +204,11 @@ class Responses(Wire):
                   ("response.in_progress", {"response": started}),
                   *events,
                   ("response.completed", {"response": response})]
-        return SSE, _sse([(name, {"type": name, "sequence_number": number, **data})
+        return SSE, sse([(name, {"type": name, "sequence_number": number, **data})
                           for number, (name, data) in enumerate(events)])
 
 
-class Chat(Wire):
+class Chat(Api):
     name = "chat"
     paths = ("/v1/chat/completions", "/chat/completions")
 
@@ -252,12 +218,6 @@ class Chat(Wire):
         if messages and messages[0].get("role") in ("system", "developer"):
             return _texts(messages[0].get("content"), ("text",))
         return []
-
-    @staticmethod
-    def tool_results(body: Any) -> list[ToolResult]:
-        return [ToolResult(str(message.get("tool_call_id")),
-                           "\n".join(_texts(message.get("content"), ("text",))))
-                for message in body.get("messages") or [] if message.get("role") == "tool"]
 
     @staticmethod
     def trailing_call_ids(body: Any) -> list[str]:
@@ -299,46 +259,15 @@ class Chat(Wire):
                              for delta in deltas]
         chunks.append({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
         chunks.append({**base, "choices": [], "usage": usage})
-        return SSE, _sse([(None, chunk) for chunk in chunks] + [(None, "[DONE]")])
+        return SSE, sse([(None, chunk) for chunk in chunks] + [(None, "[DONE]")])
 
 
-def _gemini_text(response: Any) -> str:
-    """A `functionResponse.response` as text: its `output` or `error` string, else its JSON."""
-    if isinstance(response, dict):
-        for key in ("output", "error"):
-            if isinstance(response.get(key), str):
-                return str(response[key])
-    return response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)
-
-
-def _gemini_call_id(response: dict[str, Any]) -> str:
-    """The id of the call a `functionResponse` answers. Gemini CLI 0.61.0 prefixes the id the
-    model gave with `NAME__` (`processStreamResponse`); the prefix is removed here."""
-    call_id, name = str(response.get("id", "")), str(response.get("name", ""))
-    return call_id.removeprefix(f"{name}__") if name else call_id
-
-
-def _gemini_answer_text(body: Any, text: str) -> str:
-    """`text`, or when the request asks for JSON (`responseMimeType: application/json`, Gemini
-    CLI's side requests such as its model router) and `text` is not JSON, the smallest
-    instance of its `responseJsonSchema` (else of `responseSchema`)."""
-    config = body.get("generationConfig") or {}
-    if not isinstance(config, dict) or config.get("responseMimeType") != JSON:
-        return text
-    try:
-        json.loads(text)
-        return text
-    except ValueError:
-        schema = config.get("responseJsonSchema") or config.get("responseSchema")
-        return json.dumps(json_instance(schema, text))
-
-
-class Gemini(Wire):
+class Gemini(Api):
     """`:generateContent` (one JSON document); `GeminiStream` is the same API streamed.
 
     Streaming is chosen by the path, not the body, hence two classes with one `name`.
     A tool call is a `functionCall` part with the mock's id; a text answering a request that
-    asks for JSON is made JSON (`_gemini_answer_text`), or Gemini CLI retries it 5 times."""
+    asks for JSON is made JSON (`gemini_answer_text`), or Gemini CLI retries it 5 times."""
 
     name = "gemini"
     paths = ()
@@ -360,27 +289,12 @@ class Gemini(Wire):
         return []
 
     @staticmethod
-    def tool_results(body: Any) -> list[ToolResult]:
-        results = []
-        for content in body.get("contents") or []:
-            if not isinstance(content, dict) or content.get("role") == "model":
-                continue
-            for part in content.get("parts") or []:
-                response = part.get("functionResponse") if isinstance(part, dict) else None
-                if isinstance(response, dict):
-                    answer = response.get("response")
-                    results.append(ToolResult(
-                        _gemini_call_id(response), _gemini_text(answer),
-                        isinstance(answer, dict) and "error" in answer))
-        return results
-
-    @staticmethod
     def trailing_call_ids(body: Any) -> list[str]:
         contents = body.get("contents") or []
         if not contents or not isinstance(contents[-1], dict) \
                 or contents[-1].get("role") == "model":
             return []
-        return [_gemini_call_id(part["functionResponse"])
+        return [gemini_call_id(part["functionResponse"])
                 for part in contents[-1].get("parts") or []
                 if isinstance(part, dict) and isinstance(part.get("functionResponse"), dict)]
 
@@ -391,7 +305,7 @@ class Gemini(Wire):
             part: dict[str, Any] = {"functionCall": {
                 "id": call_id, "name": step.gemini_name(), "args": step.arguments}}
         else:
-            part = {"text": _gemini_answer_text(body, step.text)}
+            part = {"text": gemini_answer_text(body, step.text)}
         prompt = _estimate_tokens(body)
         base = {"modelVersion": "mock-model", "responseId": f"resp_{call_id}"}
         return [
@@ -418,15 +332,15 @@ class GeminiStream(Gemini):
 
     @classmethod
     def render(cls, body: Any, step: Step, call_id: str) -> tuple[str, bytes]:
-        return SSE, _sse([(None, chunk) for chunk in cls._chunks(body, step, call_id)])
+        return SSE, sse([(None, chunk) for chunk in cls._chunks(body, step, call_id)])
 
 
-WIRES: tuple[type[Wire], ...] = (Anthropic, Responses, Chat, Gemini, GeminiStream)
+APIS: tuple[type[Api], ...] = (Anthropic, Responses, Chat, Gemini, GeminiStream)
 
 
-def wire_for(path: str) -> type[Wire] | None:
-    """The wire API served at `path` (query string removed), or None."""
-    for wire in WIRES:
-        if wire.serves(path):
-            return wire
+def api_for(path: str) -> type[Api] | None:
+    """The model API the mock serves at `path` (query string removed), or None."""
+    for api in APIS:
+        if api.serves(path):
+            return api
     return None

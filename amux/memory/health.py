@@ -1,4 +1,4 @@
-"""The memory doctor (issue 7): read-only checks of one scope against SPEC §2.
+"""A scope's health checks behind `amux memory doctor` (issue 7), read-only, against SPEC §2.
 
 `amux memory doctor` asks the Hub (`/v1/memory/doctor`), which runs this over the
 caller's scope inside the store: one walk that reads every document once

@@ -1,4 +1,4 @@
-"""The Gemini wire as the evaluation reads it, on request bodies shaped as Gemini CLI 0.61.0
+"""The Gemini API as the evaluation reads it, on request bodies shaped as Gemini CLI 0.61.0
 sends them (docs/agent-findings-gemini.md §1) and on the scripted model's own answers
 (tests/mockmodel's `Gemini`/`GeminiStream`): what test_live.py drives through the real CLI."""
 
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from amux.eval import wire
+from amux.eval import model_apis
 from tests.mockmodel import Text, ToolCall, mcp
-from tests.mockmodel.wire import Gemini, GeminiStream
+from tests.mockmodel.apis import Gemini, GeminiStream
 
 SYSTEM = "You are Gemini CLI, an autonomous CLI agent."
 PROTOCOL = "Save to amux memory."
@@ -61,8 +61,8 @@ def history(response_id: str, call_id: str | None = "call_mock_0_0") -> dict[str
     ("/v1/messages", "anthropic"), ("/v1/responses", "responses"),
     ("/v1/chat/completions", "chat"),
 ])
-def test_a_path_names_its_wire(path: str, expected: str | None) -> None:
-    assert wire.wire_for(path) == expected
+def test_a_path_names_its_model_api(path: str, expected: str | None) -> None:
+    assert model_apis.api_for(path) == expected
 
 
 @pytest.mark.parametrize("response_id", [
@@ -70,7 +70,7 @@ def test_a_path_names_its_wire(path: str, expected: str | None) -> None:
     "mcp_amux_memory_upsert__call_mock_0_0",  # Gemini CLI's NAME__ prefix
 ])
 def test_gemini_tool_calls_with_their_results(response_id: str) -> None:
-    upsert, get = wire.tool_calls("gemini", history(response_id))
+    upsert, get = model_apis.tool_calls("gemini", history(response_id))
     assert (upsert.call_id, upsert.name, upsert.arguments) == (
         "call_mock_0_0", "mcp_amux_memory_upsert", UPSERT)
     assert upsert.result is not None and '"revision": "abc"' in upsert.result
@@ -82,7 +82,7 @@ def test_gemini_tool_calls_with_their_results(response_id: str) -> None:
 def test_gemini_calls_without_ids_are_answered_in_order_by_name() -> None:
     """The Gemini API's ids are optional: a result then answers the oldest open call of its
     name."""
-    upsert, get = wire.tool_calls("gemini", history("", call_id=None))
+    upsert, get = model_apis.tool_calls("gemini", history("", call_id=None))
     assert upsert.call_id != get.call_id
     assert upsert.result is not None and not upsert.is_error
     assert get.is_error
@@ -90,57 +90,57 @@ def test_gemini_calls_without_ids_are_answered_in_order_by_name() -> None:
 
 def test_gemini_instructions_and_size() -> None:
     body = history("call_mock_0_0")
-    assert wire.instructions("gemini", body) == f"{SYSTEM}\n{PROTOCOL}"
-    assert wire.instructions("gemini", {"systemInstruction": "plain"}) == "plain"
-    assert wire.instructions("gemini", {"contents": []}) == ""
-    size = wire.size("gemini", body)
+    assert model_apis.instructions("gemini", body) == f"{SYSTEM}\n{PROTOCOL}"
+    assert model_apis.instructions("gemini", {"systemInstruction": "plain"}) == "plain"
+    assert model_apis.instructions("gemini", {"contents": []}) == ""
+    size = model_apis.size("gemini", body)
     assert size.tools == 4  # the declarations, not the one entry holding them
     assert size.instructions_chars == len(SYSTEM) + 1 + len(PROTOCOL)
     fields = [body["systemInstruction"], body["contents"], body["tools"]]
     assert size.content_chars == sum(len(json.dumps(f, ensure_ascii=False,
                                                     separators=(",", ":"))) for f in fields)
-    assert wire.lists_tools(body)
-    assert not wire.lists_tools({**body, "tools": []})  # the model router's side request
+    assert model_apis.lists_tools(body)
+    assert not model_apis.lists_tools({**body, "tools": []})  # the model router's side request
 
 
 def test_parse_a_streamed_gemini_answer() -> None:
     body = history("call_mock_0_0")
     _, payload = GeminiStream.render(body, Text("Saved both facts."), "call_mock_0_2")
     assert payload.startswith(b"data: ") and b"[DONE]" not in payload
-    parsed = wire.parse_response("gemini", payload)
+    parsed = model_apis.parse_response("gemini", payload)
     assert parsed.text == "Saved both facts."
     assert parsed.events == 2 and parsed.errors == []
     usage = json.loads(payload.split(b"\n\n")[1].removeprefix(b"data: "))["usageMetadata"]
     assert parsed.prompt_tokens == usage["promptTokenCount"] > 0
     _, called = GeminiStream.render(body, mcp("memory_search", {"query": "x"}), "c")
-    assert wire.parse_response("gemini", called).text == ""  # a call, no text
+    assert model_apis.parse_response("gemini", called).text == ""  # a call, no text
 
 
 def test_parse_gemini_json_thoughts_errors_and_arrays() -> None:
     _, payload = Gemini.render({"contents": []}, ToolCall("read_file", {}), "c")
-    assert wire.parse_response("gemini", payload).prompt_tokens is not None
+    assert model_apis.parse_response("gemini", payload).prompt_tokens is not None
     chunk = {"candidates": [{"content": {"role": "model", "parts": [
         {"text": "thinking…", "thought": True}, {"text": "answer"}]}}],
         "usageMetadata": {"promptTokenCount": 7}}
     array = json.dumps([chunk, chunk]).encode()  # streamed without alt=sse
-    assert wire.parse_response("gemini", array).text == "answeranswer"
-    failed = wire.parse_response("gemini", b'{"error": {"code": 429, "message": "quota"}}')
+    assert model_apis.parse_response("gemini", array).text == "answeranswer"
+    failed = model_apis.parse_response("gemini", b'{"error": {"code": 429, "message": "quota"}}')
     assert failed.errors and failed.text == ""
 
 
 @pytest.mark.parametrize(("path", "content_type"), [
-    ("/v1beta/models/m:streamGenerateContent", wire.SSE),
-    ("/v1beta/models/m:generateContent", wire.JSON),
+    ("/v1beta/models/m:streamGenerateContent", model_apis.SSE),
+    ("/v1beta/models/m:generateContent", model_apis.JSON),
 ])
 def test_render_text_round_trip(path: str, content_type: str) -> None:
     body = history("call_mock_0_0")
-    kind, payload = wire.render_text("gemini", body, "ok", path)
+    kind, payload = model_apis.render_text("gemini", body, "ok", path)
     assert kind == content_type
-    parsed = wire.parse_response("gemini", payload)
+    parsed = model_apis.parse_response("gemini", payload)
     assert parsed.text == "ok"
-    assert parsed.prompt_tokens == wire.size("gemini", body).estimated_tokens
+    assert parsed.prompt_tokens == model_apis.size("gemini", body).estimated_tokens
     first = payload
-    if kind == wire.SSE:  # what Gemini CLI reads: data lines, no event names, no [DONE]
+    if kind == model_apis.SSE:  # what Gemini CLI reads: data lines, no event names, no [DONE]
         blocks = payload.split(b"\n\n")
         assert blocks[-1] == b"" and all(b.startswith(b"data: {") for b in blocks[:-1])
         first = blocks[0].removeprefix(b"data: ")
@@ -162,9 +162,9 @@ def test_render_text_answers_a_json_request_with_its_schema() -> None:
                                            "unrequired": {"type": "string"}},
                                        "required": ["complexity_reasoning",
                                                     "complexity_score"]}}}
-    _, payload = wire.render_text("gemini", router, "ok",
+    _, payload = model_apis.render_text("gemini", router, "ok",
                                   "/v1beta/models/flash-lite:generateContent")
-    text = wire.parse_response("gemini", payload).text
+    text = model_apis.parse_response("gemini", payload).text
     assert json.loads(text) == {"complexity_reasoning": "ok", "complexity_score": 1}
-    _, payload = wire.render_text("gemini", router, '{"already": "json"}', "")
-    assert wire.parse_response("gemini", payload).text == '{"already": "json"}'
+    _, payload = model_apis.render_text("gemini", router, '{"already": "json"}', "")
+    assert model_apis.parse_response("gemini", payload).text == '{"already": "json"}'

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from amux.encoding import encoded_size
-from amux.memory import GLOBAL, Store, doctor, documents
+from amux.memory import GLOBAL, Store, documents, health
 
 NOW = 1_800_000_000.0
 DAY = 86_400
@@ -155,7 +155,7 @@ def test_links_in_a_longer_fence_are_code(tmp_path: Path) -> None:
     ("repo.git", False),
 ])
 def test_project_ids(folder: str, stable: bool) -> None:
-    assert bool(doctor._STABLE_PROJECT_ID.fullmatch(folder)) is stable
+    assert bool(health._STABLE_PROJECT_ID.fullmatch(folder)) is stable
 
 
 def test_project_folders_stale_and_unreadable(tmp_path: Path) -> None:
@@ -196,7 +196,7 @@ def test_quota_rows_and_findings(tmp_path: Path) -> None:
 def test_scope_level_quota_findings_have_no_path(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(doctor, "SCOPE_MAX_DOCUMENTS", 4)
+    monkeypatch.setattr(health, "SCOPE_MAX_DOCUMENTS", 4)
     write(tmp_path, {"MEMORY.md": "- p\n", **{f"n{i}.md": topic(f"n{i}", f"note {i}\n")
                                                 for i in range(4)}})
     result = run(tmp_path)
@@ -214,8 +214,8 @@ def test_answer_is_bounded_and_counts_stay_exact(tmp_path: Path) -> None:
     write(tmp_path, files)
     result = run(tmp_path)
     assert result["counts"] == {"missing_description": 400}
-    assert len(result["findings"]) <= doctor.MAX_FINDINGS and result["truncated"] is True
-    assert encoded_size(result) <= doctor.RESPONSE_MAX_BYTES
+    assert len(result["findings"]) <= health.MAX_FINDINGS and result["truncated"] is True
+    assert encoded_size(result) <= health.RESPONSE_MAX_BYTES
 
 
 def test_errors_come_first(tmp_path: Path) -> None:
