@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from amux.adapters import ADAPTERS
+from amux.envpatch import EnvPatch
 from amux.launcher.probe import CACHE_ENTRIES, SystemProbe
 from amux.launcher.supervise import RunAs
 
@@ -40,7 +41,7 @@ class FakeProbe(SystemProbe):
         self.stats = stats or {}
         self.read: list[str] = []
         self.ran: list[tuple[tuple[str, ...], str]] = []
-        self.ran_env: list[Mapping[str, str | None] | None] = []
+        self.ran_env: list[EnvPatch | None] = []
 
     def read_text(self, path: str) -> str | None:
         self.read.append(path)
@@ -71,7 +72,7 @@ class FakeProbe(SystemProbe):
 
     def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float,
             until: Callable[[str], bool] | None = None,
-            env: Mapping[str, str | None] | None = None,
+            env: EnvPatch | None = None,
             exit_grace: float | None = None) -> tuple[int, str, str] | None:
         self.ran.append((tuple(argv), stdin))
         self.ran_env.append(env)
@@ -164,7 +165,7 @@ def test_an_answered_command_is_killed_after_its_exit_grace(tmp_path: Path) -> N
 def test_the_system_probe_changes_a_commands_environment(tmp_path: Path) -> None:
     probe = SystemProbe({"PATH": "/usr/bin:/bin", "B": "2"}, str(tmp_path))
     assert probe.run(["sh", "-c", 'echo "$A ${B-unset}"'], timeout=10,
-                     env={"A": "1", "B": None}) == (0, "1 unset\n", "")
+                     env=EnvPatch({"A": "1"}, ("B",))) == (0, "1 unset\n", "")
     assert probe.env["B"] == "2"
 
 
