@@ -12,6 +12,7 @@ import tomlkit
 
 from amux.adapters import ADAPTERS
 from amux.adapters.base import AgentRequest, EndpointRequest, LaunchPlan, Memory
+from amux.envpatch import EnvPatch
 from amux.launcher.probe import SystemProbe
 from amux.protocol.render import render
 
@@ -36,7 +37,7 @@ class FakeProbe(SystemProbe):
         self.stats = stats or {}
         self.read: list[str] = []
         self.ran: list[tuple[tuple[str, ...], str]] = []
-        self.ran_env: list[Mapping[str, str | None] | None] = []
+        self.ran_env: list[EnvPatch | None] = []
 
     def read_text(self, path: str) -> str | None:
         self.read.append(path)
@@ -67,7 +68,7 @@ class FakeProbe(SystemProbe):
 
     def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float,
             until: Callable[[str], bool] | None = None,
-            env: Mapping[str, str | None] | None = None,
+            env: EnvPatch | None = None,
             exit_grace: float | None = None) -> tuple[int, str, str] | None:
         self.ran.append((tuple(argv), stdin))
         self.ran_env.append(env)

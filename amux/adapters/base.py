@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 
+from amux.envpatch import EnvPatch
 from amux.errors import InvalidArgument
 from amux.typing_light import NamedTuple, Protocol
 
@@ -108,12 +109,11 @@ class EndpointWiring(NamedTuple):
 
     args: tuple[str, ...] = ()
     """Arguments put right after the executable, before the user's."""
-    env: Mapping[str, str] = NOTHING
-    unset: tuple[str, ...] = ()
-    env_from: Mapping[str, str] = NOTHING
+    env: EnvPatch = EnvPatch()
+    """What it changes in the agent's environment, after the plan's own changes: the
+    endpoint's variables, the user's own credentials removed, its key copied from the
+    variable `--endpoint-key-env` names, a credential in its URL as a `secret`."""
     files: tuple[PlanFile, ...] = ()
-    secret_env: tuple[str, ...] = ()
-    """Variables of `env` holding a credential (`LaunchPlan.secret_env`)."""
 
 
 class Memory(NamedTuple):
@@ -183,31 +183,26 @@ class LaunchPlan(NamedTuple):
     """One launch of the agent as data; never changed once made (`_replace`)."""
 
     argv: tuple[str, ...]
-    env: Mapping[str, str] = NOTHING
-    """Environment variables set for this launch only."""
-    unset: tuple[str, ...] = ()
-    """Environment variables removed for this launch only."""
-    path: tuple[str, ...] = ()
-    """Directories put first on PATH for this launch."""
+    env: EnvPatch = EnvPatch()
+    """What this launch changes in the environment the agent starts from: variables set
+    (`set`), removed (`unset`), set from another variable of the launcher's (`copy`,
+    name → source: a secret the plan must not hold, an endpoint's key), directories put
+    first on PATH (`path`), and which set variables hold credentials (`secret`: the user
+    and password of an endpoint's URL, which must stay out of argv; a dry run shows them
+    redacted)."""
     channel: Channel = "none"
     instructions: str | None = None
     """The merged instruction text the agent receives (frozen in the session state)."""
     suppression: Mapping[str, Any] = NOTHING
     """The native-memory suppression applied, for the record and the contract: `env`,
-    variables this plan sets to those values; `argv`, arguments it passes."""
+    variables this plan sets (`env.set`) to those values; `argv`, arguments it passes."""
     agent_session: str | None = None
     warnings: tuple[str, ...] = ()
     files: tuple[PlanFile, ...] = ()
     not_resumable: str | None = None
     """Why this session can never be resumed (e.g. the agent keeps nothing); None if it can."""
-    env_from: Mapping[str, str] = NOTHING
-    """Variables set from another variable of the launcher's environment (name → source),
-    for a secret the plan must not hold: an endpoint's key."""
     mirrors: tuple[PlanMirror, ...] = ()
     """Directories made for this launch (outer before inner), before its files are written."""
-    secret_env: tuple[str, ...] = ()
-    """Variables of `env` whose values are credentials (the user and password of an
-    endpoint's URL, which must stay out of argv): a dry run shows them redacted."""
 
 
 class Probe(Protocol):
@@ -254,11 +249,11 @@ class Probe(Protocol):
 
     def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float,
             until: Callable[[str], bool] | None = None,
-            env: Mapping[str, str | None] | None = None,
+            env: EnvPatch | None = None,
             exit_grace: float | None = None) -> tuple[int, str, str] | None:
         """(exit status, stdout, stderr) of a short command, None if it could not run or
         did not finish within `timeout` seconds. `env` changes the environment for this
-        command only (None removes a variable). With `until`, stdin stays open after it
+        command only. With `until`, stdin stays open after it
         is written until a stdout line satisfies `until`, then it is closed so the command
         ends (a server that stops at end of input before it answers); its process group is
         killed if it has not exited `exit_grace` seconds later (0: at once; None: the
@@ -330,7 +325,7 @@ class Headless(NamedTuple):
 
     args: tuple[str, ...]
     """The turn's arguments after `--`; `PROMPT` stands for the prompt."""
-    env: Mapping[str, str] = NOTHING
+    env: EnvPatch = EnvPatch()
     """What keeps the agent in the run's home (its config directory, no update checks)."""
     dirs: tuple[str, ...] = ()
     """Directories made before the first turn."""
@@ -399,7 +394,7 @@ class Adapter(Protocol):
         ...
 
     @property
-    def probe_env(self) -> Mapping[str, str]:
+    def probe_env(self) -> EnvPatch:
         """Variables for the quick answers amux asks the agent for (its version, its help):
         only what makes them cheaper, never what changes them."""
         ...
@@ -478,10 +473,10 @@ class Adapter(Protocol):
         `AgentRequest.user_settings`). Raises `PlanRefused` naming what it cannot read."""
         ...
 
-    def isolated_env(self, home: str) -> Mapping[str, str | None]:
-        """What an isolated run (as another user, whose home is `home`) sets (a value) or
-        removes (None) in the agent's environment, so the agent reads that user's own
-        config and never the launching service's."""
+    def isolated_env(self, home: str) -> EnvPatch:
+        """What an isolated run (as another user, whose home is `home`) sets or removes in
+        the agent's environment, so the agent reads that user's own config and never the
+        launching service's."""
         ...
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
@@ -568,14 +563,11 @@ def endpoint_api(endpoint: EndpointRequest, agent: str, speaks: tuple[EndpointAp
 
 def with_endpoint(plan: LaunchPlan, wiring: EndpointWiring | None) -> LaunchPlan:
     """`plan` pointed at an endpoint: `wiring`'s arguments right after the executable,
-    its variables, files and removals added."""
+    its files added, its environment changes after the plan's (`EnvPatch.then`)."""
     if wiring is None:
         return plan
     return plan._replace(argv=(plan.argv[0], *wiring.args, *plan.argv[1:]),
-                         env={**plan.env, **wiring.env}, unset=(*plan.unset, *wiring.unset),
-                         env_from={**plan.env_from, **wiring.env_from},
-                         files=(*plan.files, *wiring.files),
-                         secret_env=(*plan.secret_env, *wiring.secret_env))
+                         env=plan.env.then(wiring.env), files=(*plan.files, *wiring.files))
 
 
 def merge_instructions(user: list[str], protocol: str | None) -> str | None:

@@ -33,7 +33,6 @@ from collections.abc import Mapping
 from amux.adapters.base import (
     MEMORY_TOOLS,
     NO_KEY,
-    NOTHING,
     PROMPT,
     AgentRequest,
     Channel,
@@ -58,6 +57,7 @@ from amux.adapters.base import (
     take_option,
     with_endpoint,
 )
+from amux.envpatch import EnvPatch
 
 _NAMESPACE = "6f6d3b34-61d2-4c1e-9a49-8a7b0f3b9d01"
 NO_PERSISTENCE = ("started with Claude Code's --no-session-persistence: Claude saved "
@@ -80,7 +80,7 @@ class ClaudeAdapter:
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
-    probe_env: Mapping[str, str] = NOTHING
+    probe_env = EnvPatch()
     version = first_line_version
     requires = (
         *chosen_session("--session-id", "--resume"),
@@ -114,8 +114,8 @@ class ClaudeAdapter:
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # Claude reads its CLAUDE.md files itself; `plan` merges the flags
 
-    def isolated_env(self, home: str) -> Mapping[str, str | None]:
-        return {"CLAUDE_CONFIG_DIR": None}  # Claude then reads `<home>/.claude`
+    def isolated_env(self, home: str) -> EnvPatch:
+        return EnvPatch(unset=("CLAUDE_CONFIG_DIR",))  # Claude then reads `<home>/.claude`
 
     unpacked_code = no_unpacked_code
     session_files = no_session_files
@@ -135,9 +135,9 @@ class ClaudeAdapter:
         config = os.path.join(home, ".claude")
         return Headless(
             ("-p", PROMPT, "--output-format", "json", "--permission-mode", "acceptEdits"),
-            env={"CLAUDE_CONFIG_DIR": config, "CLAUDE_CODE_TMPDIR": scratch,
-                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-                 "CLAUDE_CODE_MAX_RETRIES": "2"},
+            env=EnvPatch({"CLAUDE_CONFIG_DIR": config, "CLAUDE_CODE_TMPDIR": scratch,
+                          "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                          "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_MAX_RETRIES": "2"}),
             dirs=(config,), answer=json_result)
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
@@ -163,7 +163,7 @@ class ClaudeAdapter:
                 f"--append-system-prompt={instructions}", f"--mcp-config={mcp_config}",
                 f"--allowedTools={allowed}", *args)
         env = {DISABLE_AUTO_MEMORY: "1"}
-        plan = LaunchPlan(argv, env=env, channel="mcp", instructions=instructions,
+        plan = LaunchPlan(argv, env=EnvPatch(env), channel="mcp", instructions=instructions,
                           suppression={"env": env}, agent_session=request.agent_session,
                           not_resumable=not_resumable, warnings=tuple(ignored))
         return with_endpoint(plan, self._endpoint(request.endpoint))
@@ -187,9 +187,9 @@ class ClaudeAdapter:
         name = "ANTHROPIC_AUTH_TOKEN" if token else "ANTHROPIC_API_KEY"
         if endpoint.key_env is None:
             env[name] = NO_KEY
-        return EndpointWiring(
-            env=env, unset=("ANTHROPIC_API_KEY" if token else "ANTHROPIC_AUTH_TOKEN",),
-            env_from={} if endpoint.key_env is None else {name: endpoint.key_env})
+        return EndpointWiring(env=EnvPatch(
+            env, unset=("ANTHROPIC_API_KEY" if token else "ANTHROPIC_AUTH_TOKEN",),
+            copy={} if endpoint.key_env is None else {name: endpoint.key_env}))
 
     @staticmethod
     def _session(request: AgentRequest) -> list[str]:

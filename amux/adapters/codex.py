@@ -36,7 +36,6 @@ from collections.abc import Mapping, Sequence
 from amux.adapters.base import (
     ENDPOINT_PROVIDER,
     NOT_RESUMABLE,
-    NOTHING,
     PROMPT,
     AgentRequest,
     Channel,
@@ -72,6 +71,7 @@ from amux.adapters.codex_layers import (
     take_overrides,
     working_dir,
 )
+from amux.envpatch import EnvPatch
 from amux.typing_light import NamedTuple
 
 MEMORY_SETTINGS = ("features.memories", "memories.use_memories", "memories.generate_memories")
@@ -122,7 +122,7 @@ class CodexAdapter:
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
-    probe_env: Mapping[str, str] = NOTHING
+    probe_env = EnvPatch()
     version = first_line_version
     requires = (
         Requirement("flag", "-c", "every setting below is passed as `-c key=value`"),
@@ -175,8 +175,8 @@ class CodexAdapter:
     unpacked_code = no_unpacked_code
     user_settings = no_user_settings
 
-    def isolated_env(self, home: str) -> Mapping[str, str | None]:
-        return {"CODEX_HOME": os.path.join(home, ".codex")}
+    def isolated_env(self, home: str) -> EnvPatch:
+        return EnvPatch({"CODEX_HOME": os.path.join(home, ".codex")})
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None  # Codex names its threads; the launcher learns the id after the run
@@ -192,8 +192,8 @@ class CodexAdapter:
         codex_home = os.path.join(home, ".codex")
         answer = os.path.join(scratch, "codex-last-message.txt")
         return Headless(("exec", "--skip-git-repo-check", "-s", "workspace-write", "-o",
-                         answer, PROMPT), env={"CODEX_HOME": codex_home}, dirs=(codex_home,),
-                        answer_file=answer)
+                         answer, PROMPT), env=EnvPatch({"CODEX_HOME": codex_home}),
+                        dirs=(codex_home,), answer_file=answer)
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         positional = [arg for arg in request.args if not arg.startswith("-")]
@@ -259,9 +259,9 @@ class CodexAdapter:
                        if authorization else []),
                      f"model={toml_value(endpoint.model)}"]
         return EndpointWiring(args=tuple(part for o in overrides for part in ("-c", o)),
-                              env={AUTHORIZATION_VARIABLE: authorization} if authorization
-                              else NOTHING,
-                              secret_env=(AUTHORIZATION_VARIABLE,) if authorization else ())
+                              env=EnvPatch({AUTHORIZATION_VARIABLE: authorization},
+                                           secret=(AUTHORIZATION_VARIABLE,))
+                              if authorization else EnvPatch())
 
     @staticmethod
     def _resume(request: AgentRequest, args: list[str]) -> list[str]:

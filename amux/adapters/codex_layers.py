@@ -71,6 +71,7 @@ from collections.abc import Mapping
 
 from amux import __version__
 from amux.adapters.base import PlanRefused, Probe, take_option
+from amux.envpatch import EnvPatch
 from amux.typing_light import NamedTuple
 
 APP_SERVER_TIMEOUT = 5.0
@@ -178,7 +179,7 @@ def _remembered_or_asked(probe: Probe, executable: str, args: tuple[str, ...], c
         remembered = _decoded(probe.recall(key))
         if remembered is not None:
             return remembered, ""
-    command, env = native or (executable, {})
+    command, env = native or (executable, EnvPatch())
     layers, problem = _asked(probe, command, overrides, cwd, env)
     if layers is not None and key is not None:
         probe.remember(key, json.dumps([[layer.kind, layer.value, layer.disabled,
@@ -200,7 +201,7 @@ def _decoded(text: str | None) -> list[Layer] | None:
 
 
 def _asked(probe: Probe, executable: str, overrides: list[str], cwd: str,
-           env: Mapping[str, str | None]) -> tuple[list[Layer] | None, str]:
+           env: EnvPatch) -> tuple[list[Layer] | None, str]:
     """Codex's own layers as seen from `cwd` (None and why, when it cannot say)."""
     requests = [
         {"id": 0, "method": "initialize",
@@ -257,7 +258,7 @@ def _layer(entry: dict[str, object]) -> Layer:
 # -- what the answer depends on --------------------------------------------------------------
 
 
-def cache_key(probe: Probe, executable: str, native: tuple[str, Mapping[str, str | None]] | None,
+def cache_key(probe: Probe, executable: str, native: tuple[str, EnvPatch] | None,
               overrides: list[str], cwd: str) -> str | None:
     """The key Codex's answer is remembered under (see module); None when some path it
     depends on cannot be signed, so nothing is recalled or remembered."""
@@ -267,7 +268,7 @@ def cache_key(probe: Probe, executable: str, native: tuple[str, Mapping[str, str
     home = codex_home(env)
     parts: list[object] = [
         CACHE_KEY_VERSION, executable, probe.realpath(executable),
-        probe.stat_signature(executable), native and [native[0], sorted(native[1].items()),
+        probe.stat_signature(executable), native and [native[0], list(native[1].shown().items()),
                                                       probe.stat_signature(native[0])],
         overrides, probe.cwd, probe.realpath(probe.cwd), cwd, probe.realpath(cwd),
         probe.realpath(home),
@@ -355,7 +356,7 @@ def npm_target() -> str | None:
 
 
 def npm_native(probe: Probe, executable: str,
-               ) -> tuple[str, dict[str, str | None]] | None:
+               ) -> tuple[str, EnvPatch] | None:
     """(the native Codex binary, the environment changes) npm's `codex.js` (Codex 0.171)
     would start for `executable`; None when it is not that script, or anything the script
     would decide is uncertain (then the script itself is started). Its resolution: the
@@ -394,10 +395,8 @@ def npm_native(probe: Probe, executable: str,
                                bin_dir)
     if manager is None or not _exists(probe, native):
         return None
-    env: dict[str, str | None] = {name: None for name in MANAGED_BY}
-    env["CODEX_MANAGED_PACKAGE_ROOT"] = root
-    env[f"CODEX_MANAGED_BY_{manager}"] = "1"
-    return native, env
+    return native, EnvPatch({"CODEX_MANAGED_PACKAGE_ROOT": root,
+                             f"CODEX_MANAGED_BY_{manager}": "1"}, MANAGED_BY)
 
 
 def _node_module_paths(directory: str) -> list[str]:

@@ -87,6 +87,7 @@ from amux.adapters.base import (
     refuse,
     with_endpoint,
 )
+from amux.envpatch import EnvPatch
 
 _NAMESPACE = "0c6b1f5e-3d2a-4a8e-9f4b-2c7d5e9a0103"
 """uuid5 namespace of the Copilot session ids amux chooses (a fixed, arbitrary UUID)."""
@@ -155,8 +156,8 @@ def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
         env[key] = NO_KEY
     unset = tuple(name for name in (*PROVIDER, *GITHUB_TOKENS) if name not in env
                   and not (name == key and endpoint.key_env))
-    return EndpointWiring(args=("--no-auto-update",), env=env, unset=unset,
-                          env_from={key: endpoint.key_env} if endpoint.key_env else NOTHING)
+    return EndpointWiring(args=("--no-auto-update",), env=EnvPatch(
+        env, unset, copy={key: endpoint.key_env} if endpoint.key_env else {}))
 
 
 def quiet_answer(stdout: str) -> str:
@@ -178,7 +179,7 @@ class CopilotAdapter:
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
-    probe_env: Mapping[str, str] = NOTHING
+    probe_env = EnvPatch()
     requires = (
         *chosen_session("--session-id", "--resume"),
         Requirement("flag", "--additional-mcp-config", "the memory tools reach Copilot"),
@@ -235,8 +236,8 @@ class CopilotAdapter:
         value = probe.env.get(DIRS)
         return {DIRS: value} if value else NOTHING
 
-    def isolated_env(self, home: str) -> Mapping[str, str | None]:
-        return dict.fromkeys(_LAUNCHER_ONLY)
+    def isolated_env(self, home: str) -> EnvPatch:
+        return EnvPatch(unset=_LAUNCHER_ONLY)
 
     session_files = no_session_files
 
@@ -266,7 +267,7 @@ class CopilotAdapter:
         them would; `-s`: the answer alone on stdout), its home under `home`."""
         config = os.path.join(home, ".copilot")
         return Headless(("-p", PROMPT, "-s", "--allow-tool=write"),
-                        env={"COPILOT_HOME": config, "COPILOT_AUTO_UPDATE": "false"},
+                        env=EnvPatch({"COPILOT_HOME": config, "COPILOT_AUTO_UPDATE": "false"}),
                         dirs=(config,), answer=quiet_answer, limits=(LIMITS,))
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
@@ -311,6 +312,6 @@ class CopilotAdapter:
         argv = (request.executable, *session, f"--additional-mcp-config=@{mcp}", ALLOW,
                 EXCLUDE, *request.args)
         return with_endpoint(LaunchPlan(
-            argv, env=env, channel="mcp", instructions=instructions,
+            argv, env=EnvPatch(env), channel="mcp", instructions=instructions,
             suppression={"argv": [EXCLUDE]}, agent_session=ref, warnings=tuple(warnings),
             files=files), endpoint)

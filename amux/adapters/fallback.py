@@ -7,10 +7,8 @@ instruction channel or its native memory, so it promises nothing about either.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
 from amux.adapters.base import (
-    NOTHING,
     AgentRequest,
     Channel,
     EndpointRefused,
@@ -27,6 +25,7 @@ from amux.adapters.base import (
     no_user_settings,
 )
 from amux.adapters.registry import ADAPTERS
+from amux.envpatch import EnvPatch
 
 
 class FallbackAdapter:
@@ -39,7 +38,7 @@ class FallbackAdapter:
     channel: Channel = "none"
     tracks_sessions = False
     version_args: tuple[str, ...] | None = None
-    probe_env: Mapping[str, str] = NOTHING
+    probe_env = EnvPatch()
     requires: tuple[Requirement, ...] = ()
     quick_exit_hint: str | None = None
     package: str | None = None
@@ -47,8 +46,8 @@ class FallbackAdapter:
     def version(self, status: int, stdout: str, stderr: str) -> str | None:
         return None
 
-    def isolated_env(self, home: str) -> Mapping[str, str | None]:
-        return {}
+    def isolated_env(self, home: str) -> EnvPatch:
+        return EnvPatch()
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()

@@ -65,6 +65,7 @@ from amux.adapters.base import (
     refuse,
     with_endpoint,
 )
+from amux.envpatch import EnvPatch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -156,8 +157,8 @@ def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
     key = {"GEMINI_API_KEY": endpoint.key_env} if endpoint.key_env else {}
     if not key:
         env["GEMINI_API_KEY"] = NO_KEY
-    return EndpointWiring(args=("--model", endpoint.model), env=env, env_from=key,
-                          unset=("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"))
+    return EndpointWiring(args=("--model", endpoint.model), env=EnvPatch(
+        env, ("GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI"), key))
 
 
 class GeminiAdapter:
@@ -170,7 +171,7 @@ class GeminiAdapter:
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
-    probe_env: Mapping[str, str] = MappingProxyType({"GEMINI_CLI_NO_RELAUNCH": "true"})
+    probe_env = EnvPatch(MappingProxyType({"GEMINI_CLI_NO_RELAUNCH": "true"}))
     """Gemini starts again as a child with a larger heap unless told not to: twice the
     start (~2.5 s here) for a version or a help."""
     version = first_line_version
@@ -229,8 +230,8 @@ class GeminiAdapter:
             raise PlanRefused(f"cannot read Gemini's {path}: {exc}") from None
         return (text,) if text else ()
 
-    def isolated_env(self, home: str) -> Mapping[str, str | None]:
-        return {"GEMINI_CLI_HOME": None, TRUSTED: None, "GEMINI_CLI_SYSTEM_SETTINGS_PATH": None}
+    def isolated_env(self, home: str) -> EnvPatch:
+        return EnvPatch(unset=("GEMINI_CLI_HOME", TRUSTED, "GEMINI_CLI_SYSTEM_SETTINGS_PATH"))
 
     unpacked_code = no_unpacked_code
     session_files = no_session_files
@@ -252,7 +253,7 @@ class GeminiAdapter:
         settings = json.dumps({"security": {"auth": {"selectedType": "gemini-api-key"}}},
                               indent=2) + "\n"
         return Headless(("-p", PROMPT, "--approval-mode", "auto_edit"),
-                        env={"GEMINI_CLI_TRUST_WORKSPACE": "true"}, dirs=(dot,),
+                        env=EnvPatch({"GEMINI_CLI_TRUST_WORKSPACE": "true"}), dirs=(dot,),
                         files=(PlanFile(os.path.join(dot, "settings.json"), settings),),
                         limits=(LIMITS,))
 
@@ -288,7 +289,7 @@ class GeminiAdapter:
             env[TRUSTED] = os.path.join(real, "trustedFolders.json")
         if memory is None:  # an endpoint launch: only the auth setting
             return with_endpoint(plain._replace(
-                env=env, files=(_settings_file(dot, ours),),
+                env=EnvPatch(env), files=(_settings_file(dot, ours),),
                 mirrors=(PlanMirror(mirror, home, (".gemini",)),
                          PlanMirror(dot, real, (SETTINGS,)))), endpoint)
         try:
@@ -307,7 +308,8 @@ class GeminiAdapter:
         files = (_settings_file(dot, ours), PlanFile(os.path.join(dot, names[0]), instructions),
                  PlanFile(policy, _policy(names)))
         return with_endpoint(LaunchPlan(
-            (request.executable, *session, "--policy", policy, *request.args), env=env,
+            (request.executable, *session, "--policy", policy, *request.args),
+            env=EnvPatch(env),
             channel="mcp", instructions=instructions,
             suppression={"argv": ["--policy", policy],
                          "settings": {"experimental.autoMemory": False}},

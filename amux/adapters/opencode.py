@@ -64,6 +64,7 @@ from amux.adapters.base import (
     no_unpacked_code,
     refuse,
 )
+from amux.envpatch import EnvPatch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ class OpenCodeAdapter:
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
-    probe_env: Mapping[str, str] = NOTHING
+    probe_env = EnvPatch()
     version = first_line_version
     requires = (
         Requirement("flag", "--session", "`amux run --resume` continues the OpenCode session "
@@ -225,8 +226,8 @@ class OpenCodeAdapter:
         user_config(value)  # a broken value fails now, naming the variable
         return {CONTENT: value}
 
-    def isolated_env(self, home: str) -> Mapping[str, str | None]:
-        return {**xdg_dirs(home), **dict.fromkeys(_LAUNCHER_ONLY)}
+    def isolated_env(self, home: str) -> EnvPatch:
+        return EnvPatch(xdg_dirs(home), _LAUNCHER_ONLY)
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None  # OpenCode names its sessions; the plugin tells the launcher
@@ -240,8 +241,8 @@ class OpenCodeAdapter:
         """`opencode run …` (its default permissions allow edits; an `ask` would be
         rejected in `run`), every XDG directory under `home`, no update or model checks."""
         dirs = xdg_dirs(home)
-        return Headless(("run", PROMPT), env={**dirs, "OPENCODE_DISABLE_AUTOUPDATE": "1",
-                                              "OPENCODE_DISABLE_MODELS_FETCH": "1"},
+        return Headless(("run", PROMPT), env=EnvPatch({
+            **dirs, "OPENCODE_DISABLE_AUTOUPDATE": "1", "OPENCODE_DISABLE_MODELS_FETCH": "1"}),
                         dirs=tuple(dirs.values()))
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
@@ -285,7 +286,7 @@ class OpenCodeAdapter:
         if request.resume and request.agent_session is not None:
             at = first + 1 if command == "run" and first is not None else 0
             args[at:at] = ["--session", request.agent_session]
-        return LaunchPlan((request.executable, *args), env=env,
+        return LaunchPlan((request.executable, *args), env=EnvPatch(env),
                           channel="none" if memory is None else "mcp",
                           instructions=instructions, files=tuple(files),
                           agent_session=request.agent_session)

@@ -33,7 +33,6 @@ from collections.abc import Mapping
 from amux.adapters.base import (
     ENDPOINT_PROVIDER,
     NO_KEY,
-    NOTHING,
     PROMPT,
     AgentRequest,
     Channel,
@@ -58,6 +57,7 @@ from amux.adapters.base import (
     refuse,
     with_endpoint,
 )
+from amux.envpatch import EnvPatch
 
 APPEND = "--append-system-prompt"
 INSTRUCTIONS_FILE = "pi-append-system.md"
@@ -171,7 +171,7 @@ class PiAdapter:
     channel: Channel = "cli"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
-    probe_env: Mapping[str, str] = NOTHING
+    probe_env = EnvPatch()
     version = first_line_version
     requires = (
         Requirement("flag", "--session", "the session file is chosen up front, so it can be "
@@ -205,8 +205,8 @@ class PiAdapter:
         return no_terminal("Pi", not {"-p", "--print", "--mode"} & set(argv), terminal,
                            '`amux run pi -- -p "…"`')
 
-    def isolated_env(self, home: str) -> Mapping[str, str | None]:
-        return {"PI_CODING_AGENT_DIR": os.path.join(home, ".pi", "agent")}
+    def isolated_env(self, home: str) -> EnvPatch:
+        return EnvPatch({"PI_CODING_AGENT_DIR": os.path.join(home, ".pi", "agent")})
 
     unpacked_code = no_unpacked_code
     session_files = no_session_files
@@ -221,8 +221,8 @@ class PiAdapter:
     def headless(self, home: str, scratch: str) -> Headless:
         """`pi -p …`, offline (no update or model-list checks)."""
         agent_dir = os.path.join(home, ".pi", "agent")
-        return Headless(("-p", PROMPT), env={"PI_CODING_AGENT_DIR": agent_dir,
-                                             "PI_OFFLINE": "1"}, dirs=(agent_dir,))
+        return Headless(("-p", PROMPT), env=EnvPatch({"PI_CODING_AGENT_DIR": agent_dir,
+                                                      "PI_OFFLINE": "1"}), dirs=(agent_dir,))
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         refuse(request.args, ("--session", "--continue", "-c", "--resume", "-r", "--fork",
@@ -255,6 +255,7 @@ class PiAdapter:
             files = (PlanFile(value, instructions),)
         argv = (request.executable, *session, APPEND, value, *args)
         return with_endpoint(
-            LaunchPlan(argv, env=dict(memory.env), path=(memory.bin_dir,), channel="cli",
+            LaunchPlan(argv, env=EnvPatch(dict(memory.env), path=(memory.bin_dir,)),
+                       channel="cli",
                        instructions=instructions, files=files, agent_session=agent_session,
                        not_resumable=not_resumable, warnings=tuple(ignored)), endpoint)

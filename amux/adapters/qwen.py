@@ -75,6 +75,7 @@ from amux.adapters.base import (
     take_option,
     with_endpoint,
 )
+from amux.envpatch import EnvPatch
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -160,8 +161,8 @@ def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
     url, key = ENDPOINTS[api]
     return EndpointWiring(
         args=("--auth-type", api, "--model", endpoint.model),
-        env={url: endpoint.url, **({} if endpoint.key_env else {key: NO_KEY})},
-        env_from={key: endpoint.key_env} if endpoint.key_env else {})
+        env=EnvPatch({url: endpoint.url, **({} if endpoint.key_env else {key: NO_KEY})},
+                     copy={key: endpoint.key_env} if endpoint.key_env else {}))
 
 
 class QwenAdapter:
@@ -174,7 +175,7 @@ class QwenAdapter:
     channel: Channel = "mcp"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
-    probe_env: Mapping[str, str] = NOTHING
+    probe_env = EnvPatch()
     """`--version` and `--help` answer at once, before Qwen's relaunch (0.1 s)."""
     version = first_line_version
     requires = (
@@ -229,8 +230,8 @@ class QwenAdapter:
             found[MCP_CONFIG] = json.dumps([_file_or_text(probe, value) for value in values])
         return found
 
-    def isolated_env(self, home: str) -> Mapping[str, str | None]:
-        return dict.fromkeys(ISOLATED)  # Qwen then reads `<home>/.qwen`, /etc/qwen-code
+    def isolated_env(self, home: str) -> EnvPatch:
+        return EnvPatch(unset=ISOLATED)  # Qwen then reads `<home>/.qwen`, /etc/qwen-code
 
     def kept_session(self, ref: str, env: Mapping[str, str]) -> tuple[str, str] | None:
         """`<runtime dir>/projects/<the cwd, sanitized>/chats/<id>.jsonl`."""
@@ -245,8 +246,8 @@ class QwenAdapter:
         them would), Qwen's directory in the run's home, no usage statistics."""
         dot = os.path.join(home, ".qwen")
         return Headless(("-p", PROMPT, "--approval-mode", "auto-edit"),
-                        env={"QWEN_HOME": dot, "QWEN_USAGE_STATISTICS_ENABLED": "false",
-                             "TMPDIR": scratch},
+                        env=EnvPatch({"QWEN_HOME": dot, "QWEN_USAGE_STATISTICS_ENABLED": "false",
+                                      "TMPDIR": scratch}),
                         dirs=(dot,))
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
@@ -285,7 +286,7 @@ class QwenAdapter:
         plan = LaunchPlan(
             (request.executable, *session, f"--append-system-prompt={instructions}",
              f"{MCP_CONFIG}={mcp_config}", *args),
-            env=env, channel="mcp", instructions=instructions,
+            env=EnvPatch(env), channel="mcp", instructions=instructions,
             suppression={"env": {SYSTEM_SETTINGS: path},
                          "settings": {f"memory.{key}": value for key, value in MEMORY_OFF.items()}},
             agent_session=ref, warnings=tuple(warnings), not_resumable=not_resumable,

@@ -38,6 +38,7 @@ from typing import Any
 from amux.adapters import ADAPTERS
 from amux.adapters.base import Adapter, Requirement
 from amux.doctor import Finding
+from amux.envpatch import EnvPatch
 from amux.launcher import readfile
 from amux.launcher.probe import SystemProbe
 
@@ -138,7 +139,7 @@ def _node_version(probe: SystemProbe) -> str | None:
         path = probe.env.get("PATH", os.defpath)
         if path not in _NODE_VERSIONS:
             node = shutil.which("node", path=path)
-            done = None if node is None else _ask(probe, [node, "--version"], {})
+            done = None if node is None else _ask(probe, [node, "--version"], EnvPatch())
             _NODE_VERSIONS[path] = (done[1].strip() or None) if done and done[0] == 0 else None
         return _NODE_VERSIONS[path]
 
@@ -224,7 +225,7 @@ def agent_version(home: Path, adapter: Adapter, executable: str,
     return None if done is None else adapter.version(*done)
 
 
-def _ask(probe: SystemProbe, argv: list[str], env: Mapping[str, str],
+def _ask(probe: SystemProbe, argv: list[str], env: EnvPatch,
          ) -> tuple[int, str, str] | None:
     """The agent's answer to `argv` (its help, its version), its time bounded from when
     it starts."""

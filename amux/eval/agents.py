@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from amux.adapters.base import PROMPT, Adapter, Headless
+from amux.envpatch import EnvPatch
 
 KEY_VARIABLE = "AMUX_EVAL_API_KEY"
 """Where the agent's environment holds the user's key for the endpoint, if any."""
@@ -81,14 +82,15 @@ class Homes:
         return adapter.headless(str(self.home), str(self.scratch))
 
 
-def prepare(plan: Headless) -> dict[str, str]:
-    """Make the plan's directories and files; the environment that keeps the agent there."""
+def prepare(plan: Headless) -> EnvPatch:
+    """Make the plan's directories and files; what keeps the agent there in its
+    environment."""
     for directory in plan.dirs:
         Path(directory).mkdir(parents=True, exist_ok=True)
     for file in plan.files:
         Path(file.path).write_text(file.text)
         os.chmod(file.path, file.mode)
-    return dict(plan.env)
+    return plan.env
 
 
 def turn_args(plan: Headless, prompt: str) -> list[str]:

@@ -111,7 +111,7 @@ class _Session:
         env.update({"HOME": str(self.homes.home), "TMPDIR": str(self.homes.scratch),
                     "TERM": "dumb", "NO_COLOR": "1", "AMUX_HOME": str(self.hub.home),
                     "NO_PROXY": "127.0.0.1,localhost", "no_proxy": "127.0.0.1,localhost"})
-        env.update(prepare(self.plan))
+        env = prepare(self.plan).apply(env)
         self.options, key = self.endpoint.launch_options()
         env.update(key)
         env.update(self.extra)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from amux.durable import write_file_atomic
+from amux.envpatch import EnvPatch
 from amux.launcher.supervise import RunAs
 from amux.launcher.userfiles import UserFiles
 
@@ -114,15 +115,10 @@ class SystemProbe:
 
     def run(self, argv: Sequence[str], *, stdin: str = "", timeout: float,
             until: Callable[[str], bool] | None = None,
-            env: Mapping[str, str | None] | None = None,
+            env: EnvPatch | None = None,
             exit_grace: float | None = None) -> tuple[int, str, str] | None:
         run_as = self._run_as
-        command_env = dict(self._env)
-        for name, value in (env or {}).items():
-            if value is None:
-                command_env.pop(name, None)
-            else:
-                command_env[name] = value
+        command_env = dict(self._env) if env is None else env.apply(self._env)
         grace = EXIT_GRACE_SECONDS if exit_grace is None else exit_grace
         try:
             process = subprocess.Popen(

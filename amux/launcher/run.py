@@ -34,6 +34,7 @@ from amux.adapters.base import (
     without_userinfo,
 )
 from amux.adapters.fallback import FallbackAdapter
+from amux.envpatch import EnvPatch, chain
 from amux.errors import AmuxError, InternalError, InvalidArgument
 from amux.faults import local_fault
 from amux.launcher import mirrors, planfiles, rundirs, session_watch, state, versions, wiring
@@ -41,7 +42,7 @@ from amux.launcher.probe import SystemProbe
 from amux.launcher.supervise import RunAs
 from amux.launcher.userfiles import UserFiles
 from amux.launcher.writes import Write
-from amux.materializer.target import Target, isolated_env
+from amux.materializer.target import Target, isolation
 from amux.protocol import render
 from amux.typing_light import NamedTuple
 
@@ -65,28 +66,6 @@ class RunRequest(NamedTuple):
     reuses it, and takes it again for the user and password its URL had)."""
 
 
-class EnvChanges(NamedTuple):
-    """The agent's environment as changes to the launcher's."""
-
-    set: Mapping[str, str]
-    unset: tuple[str, ...]
-    path: tuple[str, ...]
-    """Directories put first on PATH."""
-
-    @classmethod
-    def between(cls, ours: Mapping[str, str], agent: Mapping[str, str],
-                path: tuple[str, ...]) -> EnvChanges:
-        return cls({k: v for k, v in sorted(agent.items()) if ours.get(k) != v},
-                   tuple(sorted(k for k in ours if k not in agent)), path)
-
-    def applied(self, ours: Mapping[str, str]) -> dict[str, str]:
-        env = {k: v for k, v in ours.items() if k not in self.unset}
-        env.update(self.set)
-        if self.path:
-            env["PATH"] = os.pathsep.join([*self.path, env.get("PATH", os.defpath)])
-        return env
-
-
 class Launch(NamedTuple):
     """Everything one `amux run` does, decided before the agent starts; never changed."""
 
@@ -95,7 +74,9 @@ class Launch(NamedTuple):
     new: bool
     adapter: Adapter
     plan: LaunchPlan
-    env: EnvChanges
+    env: EnvPatch
+    """The agent's environment as the changes it makes to the launcher's (`against`): what
+    isolation or the launcher's own connection removes, then the plan's changes."""
     target: Target | None
     """The isolated run's target user, None for the launching user."""
     run_dir: rundirs.RunDir | None
@@ -134,11 +115,8 @@ class Launch(NamedTuple):
 
     def report(self) -> dict[str, Any]:
         """The launch as `--dry-run` prints it (JSON): no credential in it, every URL
-        without its user and password, a variable holding one `REDACTED`."""
+        without its user and password, a variable holding one redacted (`EnvPatch.shown`)."""
         plan, session, target = self.plan, self.session, self.target
-        env: dict[str, str | None] = {**self.env.set, **dict.fromkeys(self.env.unset)}
-        env.update({name: f"${{{source}}}" for name, source in plan.env_from.items()})
-        env.update(dict.fromkeys(plan.secret_env, REDACTED))
         owner = "launcher" if target is None else target.name
         writes = [entry.shown(owner) for entry in self.writes()]
         report: dict[str, Any] = _shown({
@@ -147,7 +125,7 @@ class Launch(NamedTuple):
             "as_user": None if target is None else {
                 "user": target.name, "uid": target.uid, "gid": target.gid,
                 "groups": target.group_names(), "home": target.home},
-            "argv": list(plan.argv), "env": dict(sorted(env.items())),
+            "argv": list(plan.argv), "env": self.env.shown(),
             "path_prepend": list(self.env.path), "channel": plan.channel,
             "binding": session.binding, "principal": session.principal,
             "protocol_version": session.protocol_version, "instructions": plan.instructions,
@@ -158,9 +136,6 @@ class Launch(NamedTuple):
             "warnings": list(plan.warnings),
         })
         return report
-
-
-REDACTED = "<redacted>"
 
 
 def _shown(value: Any) -> Any:
@@ -379,12 +354,13 @@ def _prepare(home: Path, request: RunRequest, client: Path,
     endpoint = _frozen_endpoint(session, request.endpoint)
     agent_dir = _agent_dir(home, session.id, target)
     if target is None:
-        base_env = wiring.agent_env(os.environ)  # never the launcher's own token
+        base = wiring.LAUNCHER_PATCH  # never the launcher's own token
     else:
-        resets = {name: value for each in ADAPTERS.values()  # every agent's, for any agent
-                  for name, value in each.isolated_env(target.home).items()}
+        resets = chain(each.isolated_env(target.home)  # every agent's, for any agent
+                       for each in ADAPTERS.values())
         key = (endpoint.key_env,) if endpoint is not None and endpoint.key_env else ()
-        base_env = isolated_env(os.environ, target, (*request.pass_env, *key), resets)
+        base = isolation(os.environ, target, (*request.pass_env, *key), resets)
+    base_env = base.apply(os.environ)
     run_dir = memory = None
     if session.binding is not None and session.protocol is not None:
         if target is None:
@@ -420,16 +396,13 @@ def _prepare(home: Path, request: RunRequest, client: Path,
                        else session.agent_session),
         resume=not new, files_dir=str(agent_dir), endpoint=endpoint, user_settings=settings))
     plan = plan._replace(warnings=(*warnings, *probe.warnings, *plan.warnings))
-    agent_env = {k: v for k, v in {**base_env, **plan.env}.items() if k not in plan.unset}
-    agent_env.update({name: base_env[source] for name, source in plan.env_from.items()})
     if new:
         session = session._replace(
             channel=plan.channel, instructions=plan.instructions,
             suppression=dict(plan.suppression), warnings=plan.warnings,
             agent_session=plan.agent_session, resumable=plan.not_resumable is None,
             not_resumable_reason=plan.not_resumable)
-    return Launch(session, new, adapter, plan, EnvChanges.between(os.environ, agent_env,
-                                                                   plan.path),
+    return Launch(session, new, adapter, plan, base.then(plan.env).against(os.environ),
                   target, run_dir, agent_dir,
                   state.writes(home, session.id) if new else (), files)
 
@@ -457,7 +430,7 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
     issued = _wire(home, launch, client)
     files = launch.files
     try:
-        env = launch.env.applied(os.environ)
+        env = launch.env.apply(os.environ)
         spec = (launch.adapter.session_files(env, str(launch.agent_dir))
                 if launch.new and session.resumable and session.agent_session is None
                 else None)

@@ -9,7 +9,7 @@ principal, any listener: the owner's local default, `AMUX_HUB` + `AMUX_TOKEN`,
 Hub refuses it on every call once the binding no longer matches, and refuses to
 mint it for a resumed session whose binding no longer matches. It goes in a
 connection config (0600) inside the run directory, never in the environment:
-`agent_env` removes the launcher's own connection (`AMUX_TOKEN`, `AMUX_HUB`,
+`LAUNCHER_PATCH` removes the launcher's own connection (`AMUX_TOKEN`, `AMUX_HUB`,
 `AMUX_MEMORY_CONFIG`, `AMUX_MEMORY_BINDING`) from every agent's environment.
 An isolated run's binding is the Hub's read-only answer for that principal
 (`resolve_for`), and its token the owner's to mint for it (`grant_for`, the
@@ -36,6 +36,7 @@ from pathlib import Path
 
 from amux.client.connection import Connection, find_connection
 from amux.client.transport import HubClient
+from amux.envpatch import EnvPatch
 from amux.errors import AmuxError, InternalError, MemoryDisabled
 from amux.launcher import rundirs
 from amux.typing_light import NamedTuple
@@ -50,6 +51,9 @@ TOKEN_TTL_SECONDS = 7 * 86400
 The longest a Hub grants a self-delegated token (`SELF_DELEGATE_TTL_MAX`)."""
 LAUNCHER_CONNECTION = ("AMUX_TOKEN", "AMUX_HUB", "AMUX_MEMORY_CONFIG", "AMUX_MEMORY_BINDING")
 """How the launcher itself reaches the Hub: never passed on to an agent."""
+LAUNCHER_PATCH = EnvPatch(unset=LAUNCHER_CONNECTION)
+"""What a non-isolated agent's environment starts from: ours without our own connection to
+the Hub (the agent reaches memory only through its run directory's config)."""
 
 
 class NoMemory(Exception):
@@ -67,12 +71,6 @@ class Issued(NamedTuple):
 
     token: rundirs.Token
     connection: Connection
-
-
-def agent_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment a non-isolated agent starts from: ours without our own connection
-    to the Hub (the agent reaches memory only through its run directory's config)."""
-    return {name: value for name, value in environ.items() if name not in LAUNCHER_CONNECTION}
 
 
 def _connection(home: Path, start_hub: bool) -> Connection:

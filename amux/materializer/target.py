@@ -22,6 +22,7 @@ import pwd
 import re
 from collections.abc import Mapping
 
+from amux.envpatch import EnvPatch
 from amux.errors import InvalidArgument
 from amux.typing_light import NamedTuple
 
@@ -58,28 +59,17 @@ class Target(NamedTuple):
         return [grp.getgrgid(gid).gr_name for gid in self.groups]
 
 
-def isolated_env(base: Mapping[str, str], target: Target, passed: tuple[str, ...] = (),
-                 resets: Mapping[str, str | None] | None = None) -> dict[str, str]:
-    """The environment an isolated agent starts from (module docstring says what and why);
-    `resets`: the adapters' (a value to set, None to remove)."""
-    env: dict[str, str] = {}
-    for name, value in base.items():
-        if name in passed:
-            env[name] = value
-        elif (name in _DROPPED or name.startswith(_DROPPED_PREFIXES)
-              or _SECRET_NAME.search(name)):
-            continue
-        else:
-            env[name] = value
-    env.update({"HOME": target.home, "USER": target.name, "LOGNAME": target.name,
-                "SHELL": target.shell})
-    for name, reset in (resets or {}).items():
-        if reset is None:
-            env.pop(name, None)
-        else:
-            env[name] = reset
-    env["PATH"] = dedupe_path(base.get("PATH", os.defpath))
-    return env
+def isolation(base: Mapping[str, str], target: Target, passed: tuple[str, ...] = (),
+              resets: EnvPatch | None = None) -> EnvPatch:
+    """What an isolated agent's environment changes in `base` (the module docstring says
+    what and why): what is dropped (unless `passed`), the target's own identity, then
+    the adapters' `resets`, then PATH deduplicated."""
+    dropped = tuple(name for name in base if name not in passed and (
+        name in _DROPPED or name.startswith(_DROPPED_PREFIXES) or _SECRET_NAME.search(name)))
+    own = EnvPatch({"HOME": target.home, "USER": target.name, "LOGNAME": target.name,
+                    "SHELL": target.shell}, dropped)
+    path = EnvPatch({"PATH": dedupe_path(base.get("PATH", os.defpath))})
+    return own.then(EnvPatch() if resets is None else resets).then(path)
 
 
 def dedupe_path(path: str) -> str:

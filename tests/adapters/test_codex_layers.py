@@ -275,9 +275,10 @@ def test_npms_wrapper_is_replaced_by_the_binary_it_would_start(tmp_path: Path) -
     probe = SystemProbe({"HOME": str(tmp_path)}, str(tmp_path))
     root = str(tmp_path / "lib" / "node_modules" / "@openai" / "codex")
     managed = {name: None for name in codex_layers.MANAGED_BY}
-    assert codex_layers.npm_native(probe, str(wrapper)) == (
-        str(binary), {**managed, "CODEX_MANAGED_PACKAGE_ROOT": root,
-                      "CODEX_MANAGED_BY_NPM": "1"})
+    found = codex_layers.npm_native(probe, str(wrapper))
+    assert found is not None and found[0] == str(binary)
+    assert found[1].shown() == {**managed, "CODEX_MANAGED_PACKAGE_ROOT": root,
+                                "CODEX_MANAGED_BY_NPM": "1"}
     # the package manager codex.js detects is named to the binary as it would name it
     bun = SystemProbe({"npm_config_user_agent": "bun/1.2.0 npm/? node/v22"}, str(tmp_path))
     assert managed_by(bun, wrapper) == ["CODEX_MANAGED_BY_BUN"]
@@ -288,7 +289,7 @@ def test_npms_wrapper_is_replaced_by_the_binary_it_would_start(tmp_path: Path) -
 def managed_by(probe: SystemProbe, wrapper: Path) -> list[str]:
     found = codex_layers.npm_native(probe, str(wrapper))
     assert found is not None
-    return [name for name, value in found[1].items() if name in codex_layers.MANAGED_BY
+    return [name for name, value in found[1].shown().items() if name in codex_layers.MANAGED_BY
             and value == "1"]
 
 
@@ -331,7 +332,8 @@ def test_the_hook_asks_the_native_binary_and_keys_it() -> None:
         return probe
 
     probe = hook(files)
-    assert probe.ran_env[0] == {**{name: None for name in codex_layers.MANAGED_BY},
+    assert probe.ran_env[0] is not None
+    assert probe.ran_env[0].shown() == {**{name: None for name in codex_layers.MANAGED_BY},
                                 "CODEX_MANAGED_PACKAGE_ROOT": f"{modules}/@openai/codex",
                                 "CODEX_MANAGED_BY_NPM": "1"}
     assert hook(files).ran == []

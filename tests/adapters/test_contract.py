@@ -60,7 +60,7 @@ def carriers(launch: LaunchPlan, needle: str) -> list[str]:
     """The arguments, files and variables of `launch` that contain `needle`."""
     return ([arg for arg in launch.argv if needle in arg]
             + [file.path for file in launch.files if needle in file.text]
-            + [f"${name}" for name, value in launch.env.items() if needle in value])
+            + [f"${name}" for name, value in launch.env.set.items() if needle in value])
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -86,11 +86,11 @@ def test_native_memory_is_suppressed_for_this_launch_only(name: str) -> None:
     launch = plan(name)
     assert launch.suppression == SUPPRESSED[name]
     for variable, value in launch.suppression.get("env", {}).items():
-        assert launch.env[variable] == value
+        assert launch.env.set[variable] == value
     for arg in launch.suppression.get("argv", []):
         assert arg in launch.argv
     without = plan(name, with_memory=False)
-    assert not set(launch.suppression.get("env", {})) & set(without.env)
+    assert not set(launch.suppression.get("env", {})) & set(without.env.set)
     assert not set(launch.suppression.get("argv", [])) & set(without.argv)
 
 
@@ -102,7 +102,7 @@ def test_the_memory_tools_are_wired_for_the_adapters_channel(name: str) -> None:
         assert len(carriers(launch, given.env["AMUX_MEMORY_CONFIG"])) == 1
     else:  # the CLI on PATH, with the session's config in the environment
         assert launch.channel == "cli"
-        assert launch.path == (given.bin_dir,) and dict(launch.env) == given.env
+        assert launch.env.path == (given.bin_dir,) and dict(launch.env.set) == given.env
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -111,7 +111,7 @@ def test_resume_replays_the_frozen_plan_identically(name: str) -> None:
     again = plan(name, resume=True, frozen=first.instructions)
     assert again.instructions == first.instructions
     assert again.env == first.env and again.suppression == first.suppression
-    assert again.path == first.path and again.files == first.files
+    assert again.env.path == first.env.path and again.files == first.files
     # Resuming even with *other* user instructions keeps the frozen text.
     other = plan(name, resume=True, frozen=first.instructions,
                  args=[a.replace("British", "Klingon") for a in USER_ARGS[name]])
@@ -143,7 +143,7 @@ def test_the_agents_own_resume_flags_are_refused(name: str) -> None:
 def test_without_memory_the_agent_keeps_its_own_policy(name: str) -> None:
     launch = plan(name, with_memory=False)
     assert launch.channel == "none" and launch.instructions is None
-    assert launch.env == {} and launch.suppression == {} and launch.path == ()
+    assert launch.env.set == {} and launch.suppression == {} and launch.env.path == ()
     assert all(arg in launch.argv for arg in USER_ARGS[name])  # the user's args untouched
     assert not any("amux" in arg for arg in launch.argv)
 

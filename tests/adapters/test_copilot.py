@@ -57,7 +57,7 @@ def test_a_new_launch_with_memory() -> None:
     assert ALLOW == ("--allow-tool=amux(memory_search),amux(memory_get),amux(memory_upsert),"
                      "amux(memory_forget),amux(result_continue)")
     assert EXCLUDE == "--excluded-tools=store_memory,vote_memory"
-    assert launch.env == {DIRS: SESSION_DIR}
+    assert launch.env.set == {DIRS: SESSION_DIR}
     instructions, config = launch.files
     assert instructions.path == f"{SESSION_DIR}/amux.instructions.md"
     assert instructions.text == launch.instructions == memory("mcp").protocol
@@ -72,7 +72,7 @@ def test_a_new_launch_with_memory() -> None:
 def test_the_users_instruction_directories_come_first() -> None:
     probe = FakeProbe({}, env={DIRS: "/a,/b,"})
     settings = dict(ADAPTER.user_settings((), probe))
-    assert plan(settings=settings).env[DIRS] == f"/a,/b,{SESSION_DIR}"
+    assert plan(settings=settings).env.set[DIRS] == f"/a,/b,{SESSION_DIR}"
     assert instruction_dirs(None, "/x") == "/x"
     assert ADAPTER.user_settings((), FakeProbe({})) == {}
 
@@ -109,7 +109,7 @@ def test_what_would_defeat_the_launch_is_refused(args: tuple[str, ...], with_mem
 def test_without_memory_copilot_is_as_it_is() -> None:
     launch = plan("--enable-memory", "-p", "x", with_memory=False)
     assert launch.argv[2:] == ("--enable-memory", "-p", "x") and not launch.files
-    assert launch.env == {} and launch.instructions is None
+    assert launch.env.set == {} and launch.instructions is None
 
 
 def test_the_users_own_tool_rules_stay_and_are_named() -> None:
@@ -123,16 +123,16 @@ def test_an_endpoint_is_copilots_own_provider_for_this_launch() -> None:
     url = "http://127.0.0.1:11434"
     openai = plan("-p", "x", endpoint=EndpointRequest(url + "/v1", "qwen3", None, "MY_KEY"))
     assert openai.argv[1] == "--no-auto-update"
-    assert {k: v for k, v in openai.env.items() if k != DIRS} == {
+    assert {k: v for k, v in openai.env.set.items() if k != DIRS} == {
         "COPILOT_PROVIDER_BASE_URL": url + "/v1", "COPILOT_PROVIDER_TYPE": "openai",
         "COPILOT_PROVIDER_WIRE_API": "completions", "COPILOT_MODEL": "qwen3"}
-    assert openai.env_from == {"COPILOT_PROVIDER_API_KEY": "MY_KEY"}
-    assert {"GH_TOKEN", "GITHUB_TOKEN", "COPILOT_GITHUB_TOKEN"} <= set(openai.unset)
-    assert "COPILOT_PROVIDER_API_KEY" not in openai.unset
+    assert openai.env.copy == {"COPILOT_PROVIDER_API_KEY": "MY_KEY"}
+    assert {"GH_TOKEN", "GITHUB_TOKEN", "COPILOT_GITHUB_TOKEN"} <= set(openai.env.unset)
+    assert "COPILOT_PROVIDER_API_KEY" not in openai.env.unset
     anthropic = plan(with_memory=False, endpoint=EndpointRequest(url, "m", "anthropic"))
-    assert anthropic.env["COPILOT_PROVIDER_TYPE"] == "anthropic"
-    assert anthropic.env["COPILOT_PROVIDER_API_KEY"] == NO_KEY
-    assert "COPILOT_PROVIDER_WIRE_API" in anthropic.unset
+    assert anthropic.env.set["COPILOT_PROVIDER_TYPE"] == "anthropic"
+    assert anthropic.env.set["COPILOT_PROVIDER_API_KEY"] == NO_KEY
+    assert "COPILOT_PROVIDER_WIRE_API" in anthropic.env.unset
     with pytest.raises(EndpointRefused, match="OpenAI-compatible"):
         plan(endpoint=EndpointRequest(url, "m", "gemini"))
 
@@ -142,14 +142,14 @@ def test_sessions_kept_isolation_version_and_headless() -> None:
                                                           "events.jsonl")
     assert ADAPTER.kept_session("id", {"COPILOT_HOME": "/c"})[0] == "/c/session-state/id"
     assert ADAPTER.new_session_ref("s", "/d") == ADAPTER.new_session_ref("s", "/e")
-    reset = ADAPTER.isolated_env("/home/t")
+    reset = ADAPTER.isolated_env("/home/t").shown()
     assert reset["COPILOT_HOME"] is None and reset[DIRS] is None
     assert reset["COPILOT_PROVIDER_BASE_URL"] is None and reset["COPILOT_PKG_CACHE_HOME"] is None
     assert ADAPTER.version(0, "GitHub Copilot CLI 1.0.102.\nRun 'copilot update'…\n", "") \
         == "1.0.102"
     assert ADAPTER.version(1, "", "error") is None
     headless = ADAPTER.headless("/run/home", "/run/tmp")
-    assert headless.env["COPILOT_HOME"] == "/run/home/.copilot"
+    assert headless.env.set["COPILOT_HOME"] == "/run/home/.copilot"
     assert quiet_answer("● Disabled tools: glob\n\nDone.\n\n") == "Done."
 
 

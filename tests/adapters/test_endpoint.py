@@ -47,18 +47,18 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
     extra = len(pointed.argv) - len(bare.argv)
     assert pointed.argv[:1] + pointed.argv[1 + extra:] == bare.argv
     merged = {"OPENCODE_CONFIG_CONTENT"}  # one JSON text: its keys are compared below
-    assert {k: v for k, v in pointed.env.items() if k in bare.env and k not in merged} == {
-        k: v for k, v in bare.env.items() if k not in merged}
+    assert {k: v for k, v in pointed.env.set.items() if k in bare.env.set and k not in merged} == {
+        k: v for k, v in bare.env.set.items() if k not in merged}
     assert pointed.suppression == bare.suppression and pointed.channel == bare.channel
     assert pointed.instructions == bare.instructions
     settings = [f for f in bare.files if name == "gemini" and f.path.endswith("/settings.json")]
     assert set(bare.files) - set(settings) <= set(pointed.files)  # Gemini's: below
     if name == "claude":
-        assert pointed.env["ANTHROPIC_BASE_URL"] == url
-        assert pointed.env["ANTHROPIC_MODEL"] == pointed.env["ANTHROPIC_SMALL_FAST_MODEL"] \
+        assert pointed.env.set["ANTHROPIC_BASE_URL"] == url
+        assert pointed.env.set["ANTHROPIC_MODEL"] == pointed.env.set["ANTHROPIC_SMALL_FAST_MODEL"] \
             == "qwen3"
-        assert pointed.env["ANTHROPIC_AUTH_TOKEN"] == NO_KEY  # no login needed
-        assert "ANTHROPIC_API_KEY" in pointed.unset  # the user's own key stays home
+        assert pointed.env.set["ANTHROPIC_AUTH_TOKEN"] == NO_KEY  # no login needed
+        assert "ANTHROPIC_API_KEY" in pointed.env.unset  # the user's own key stays home
     elif name == "codex":
         overrides = codex_overrides(pointed.argv[:1 + extra])
         provider = f"model_providers.{ENDPOINT_PROVIDER}"
@@ -67,33 +67,35 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
                              f"{provider}.base_url": URL, f"{provider}.wire_api": "responses",
                              "model": "qwen3"}
     elif name == "opencode":
-        config = json.loads(pointed.env["OPENCODE_CONFIG_CONTENT"])
+        config = json.loads(pointed.env.set["OPENCODE_CONFIG_CONTENT"])
         model = f"{ENDPOINT_PROVIDER}/qwen3"
         assert config.pop("model") == config.pop("small_model") == model
         assert config.pop("provider") == {ENDPOINT_PROVIDER: {
             "npm": "@ai-sdk/openai-compatible", "name": "amux run --endpoint",
             "options": {"baseURL": URL, "apiKey": NO_KEY},
             "models": {"qwen3": {"name": "qwen3"}}}}
-        assert config == json.loads(bare.env.get("OPENCODE_CONFIG_CONTENT", "{}"))
-        assert pointed.env["OPENCODE_DISABLE_MODELS_FETCH"] == "1" and extra == 0
+        assert config == json.loads(bare.env.set.get("OPENCODE_CONFIG_CONTENT", "{}"))
+        assert pointed.env.set["OPENCODE_DISABLE_MODELS_FETCH"] == "1" and extra == 0
     elif name == "gemini":
-        assert pointed.env["GOOGLE_GEMINI_BASE_URL"] == URL and extra == 2
+        assert pointed.env.set["GOOGLE_GEMINI_BASE_URL"] == URL and extra == 2
         assert pointed.argv[1:3] == ("--model", "qwen3")
-        assert pointed.env["GEMINI_API_KEY"] == NO_KEY and "GOOGLE_API_KEY" in pointed.unset
+        assert pointed.env.set["GEMINI_API_KEY"] == NO_KEY and "GOOGLE_API_KEY" in pointed.env.unset
         [ours] = [json.loads(f.text) for f in pointed.files if f.path.endswith("/settings.json")]
         assert ours.pop("security") == {"auth": {"selectedType": "gemini-api-key"}}
         # Nothing else changed (without memory: the user's settings, none here).
         assert [ours] == ([json.loads(f.text) for f in settings] or [{}])
     elif name == "copilot":
         assert pointed.argv[1:1 + extra] == ("--no-auto-update",)
-        assert {k: pointed.env[k] for k in pointed.env if k not in bare.env} == {
+        assert {k: pointed.env.set[k] for k in pointed.env.set if k not in bare.env.set} == {
             "COPILOT_PROVIDER_BASE_URL": URL, "COPILOT_PROVIDER_TYPE": "openai",
             "COPILOT_PROVIDER_WIRE_API": "completions", "COPILOT_MODEL": "qwen3",
             "COPILOT_PROVIDER_API_KEY": NO_KEY}
-        assert {"GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_BEARER_TOKEN"} <= set(pointed.unset)
+        assert {"GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_BEARER_TOKEN"} <= set(
+            pointed.env.unset)
     elif name == "qwen":
         assert pointed.argv[1:1 + extra] == ("--auth-type", "openai", "--model", "qwen3")
-        assert pointed.env["OPENAI_BASE_URL"] == URL and pointed.env["OPENAI_API_KEY"] == NO_KEY
+        assert pointed.env.set["OPENAI_BASE_URL"] == URL
+        assert pointed.env.set["OPENAI_API_KEY"] == NO_KEY
     else:
         [file] = [f for f in pointed.files if f not in bare.files]
         assert pointed.argv[1:1 + extra] == ("--extension", file.path, "--model",
@@ -105,11 +107,11 @@ def test_a_key_is_named_never_held() -> None:
     """The key's variable is named in the plan (or copied by the launcher): its value is in
     no plan, so no dry run can print it."""
     claude = endpoint_plan("claude", EndpointRequest(URL, "m", None, "MY_KEY"))
-    assert claude.env_from == {"ANTHROPIC_API_KEY": "MY_KEY"}
-    assert "ANTHROPIC_AUTH_TOKEN" in claude.unset and "ANTHROPIC_API_KEY" not in claude.env
+    assert claude.env.copy == {"ANTHROPIC_API_KEY": "MY_KEY"}
+    assert "ANTHROPIC_AUTH_TOKEN" in claude.env.unset and "ANTHROPIC_API_KEY" not in claude.env.set
     bearer = endpoint_plan("claude", EndpointRequest(URL, "m", None, "ANTHROPIC_AUTH_TOKEN"))
-    assert bearer.env_from == {"ANTHROPIC_AUTH_TOKEN": "ANTHROPIC_AUTH_TOKEN"}
-    assert "ANTHROPIC_API_KEY" in bearer.unset
+    assert bearer.env.copy == {"ANTHROPIC_AUTH_TOKEN": "ANTHROPIC_AUTH_TOKEN"}
+    assert "ANTHROPIC_API_KEY" in bearer.env.unset
     codex = codex_overrides(endpoint_plan("codex", EndpointRequest(URL, "m", None, "MY_KEY")).argv)
     assert codex[f"model_providers.{ENDPOINT_PROVIDER}.env_key"] == "MY_KEY"
     [pi_file] = [f for f in endpoint_plan("pi", EndpointRequest(URL, "m", None, "MY_KEY")).files
@@ -172,12 +174,12 @@ def test_a_user_and_password_in_the_url_never_reach_argv(name: str) -> None:
     url = URL.replace("://", "://me:s3cr3t%40x@")
     pointed = endpoint_plan(name, EndpointRequest(url, "qwen3", api))
     assert not [arg for arg in pointed.argv if "s3cr3t" in arg]
-    held = [*pointed.env.values(), *(file.text for file in pointed.files)]
+    held = [*pointed.env.set.values(), *(file.text for file in pointed.files)]
     if name == "codex":
         assert codex_overrides(pointed.argv)[
             f"model_providers.{ENDPOINT_PROVIDER}.env_http_headers"] == {
             "Authorization": "AMUX_ENDPOINT_AUTH_TOKEN"}
-        assert pointed.env["AMUX_ENDPOINT_AUTH_TOKEN"] == "Basic bWU6czNjcjN0QHg="  # me:s3cr3t@x
-        assert pointed.secret_env == ("AMUX_ENDPOINT_AUTH_TOKEN",)
+        assert pointed.env.set["AMUX_ENDPOINT_AUTH_TOKEN"] == "Basic bWU6czNjcjN0QHg="  # me:s3cr3t
+        assert pointed.env.secret == ("AMUX_ENDPOINT_AUTH_TOKEN",)
     else:
-        assert any(url in text for text in held) and pointed.secret_env == ()
+        assert any(url in text for text in held) and pointed.env.secret == ()

@@ -61,8 +61,9 @@ def test_the_users_settings_get_the_amux_server_and_auto_memory_off() -> None:
         "env": dict(memory("mcp").env)}
     assert settings["experimental"] == {"other": True, "autoMemory": False}
     assert settings["context"] == {"fileName": ["AGENTS.md", "GEMINI.md"]}
-    assert launch.env["GEMINI_CLI_HOME"] == MIRROR
-    assert launch.env["GEMINI_CLI_TRUSTED_FOLDERS_PATH"] == "/home/u/.gemini/trustedFolders.json"
+    assert launch.env.set["GEMINI_CLI_HOME"] == MIRROR
+    trusted = launch.env.set["GEMINI_CLI_TRUSTED_FOLDERS_PATH"]
+    assert trusted == "/home/u/.gemini/trustedFolders.json"
     assert [tuple(m) for m in launch.mirrors] == [
         (MIRROR, "/home/u", (".gemini",)),
         (f"{MIRROR}/.gemini", "/home/u/.gemini", ("settings.json", "AGENTS.md"))]
@@ -126,12 +127,12 @@ def test_a_gemini_home_and_trusted_folders_of_the_users_own_are_kept() -> None:
     launch = plan(settings=None, env={"HOME": "/home/u", "GEMINI_CLI_HOME": "/data/g",
                                       "GEMINI_CLI_TRUSTED_FOLDERS_PATH": "/data/t.json"})
     assert launch.mirrors[1].source == "/data/g/.gemini"
-    assert "GEMINI_CLI_TRUSTED_FOLDERS_PATH" not in launch.env
+    assert "GEMINI_CLI_TRUSTED_FOLDERS_PATH" not in launch.env.set
 
 
 def test_without_memory_nothing_is_mirrored() -> None:
     launch = plan(with_memory=False)
-    assert launch.env == {} and launch.mirrors == () and launch.files == ()
+    assert launch.env.set == {} and launch.mirrors == () and launch.files == ()
     assert launch.argv[1] == "--session-id"
 
 
@@ -139,18 +140,18 @@ def test_an_endpoint_is_the_gemini_api_with_api_key_auth() -> None:
     endpoint = EndpointRequest("http://127.0.0.1:9/", "gemma", None, "MY_KEY")
     for with_memory in (True, False):
         launch = plan(with_memory=with_memory, endpoint=endpoint)
-        assert launch.env["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9/"
-        assert launch.env_from == {"GEMINI_API_KEY": "MY_KEY"}
-        assert "GEMINI_API_KEY" not in launch.env and "GOOGLE_API_KEY" in launch.unset
+        assert launch.env.set["GOOGLE_GEMINI_BASE_URL"] == "http://127.0.0.1:9/"
+        assert launch.env.copy == {"GEMINI_API_KEY": "MY_KEY"}
+        assert "GEMINI_API_KEY" not in launch.env.set and "GOOGLE_API_KEY" in launch.env.unset
         assert launch.argv[1:3] == ("--model", "gemma")
         settings = json.loads(file(launch, f"{MIRROR}/.gemini/settings.json"))
         assert settings["security"]["auth"]["selectedType"] == "gemini-api-key"
-    assert plan(endpoint=endpoint._replace(key_env=None)).env["GEMINI_API_KEY"]
+    assert plan(endpoint=endpoint._replace(key_env=None)).env.set["GEMINI_API_KEY"]
     with pytest.raises(EndpointRefused, match="Gemini API"):
         plan(endpoint=endpoint._replace(api="openai"))
 
 
 def test_isolated_runs_read_the_targets_own_gemini() -> None:
-    assert ADAPTERS["gemini"].isolated_env("/home/t") == {
+    assert ADAPTERS["gemini"].isolated_env("/home/t").shown() == {
         "GEMINI_CLI_HOME": None, "GEMINI_CLI_TRUSTED_FOLDERS_PATH": None,
         "GEMINI_CLI_SYSTEM_SETTINGS_PATH": None}

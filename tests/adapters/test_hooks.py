@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from amux.adapters import ADAPTERS
+from amux.envpatch import EnvPatch
 from amux.launcher.probe import CACHE_ENTRIES, SystemProbe
 from amux.launcher.supervise import RunAs
 from tests.adapting import FakeProbe
@@ -104,7 +105,7 @@ def test_an_answered_command_is_killed_after_its_exit_grace(tmp_path: Path) -> N
 def test_the_system_probe_changes_a_commands_environment(tmp_path: Path) -> None:
     probe = SystemProbe({"PATH": "/usr/bin:/bin", "B": "2"}, str(tmp_path))
     assert probe.run(["sh", "-c", 'echo "$A ${B-unset}"'], timeout=10,
-                     env={"A": "1", "B": None}) == (0, "1 unset\n", "")
+                     env=EnvPatch({"A": "1"}, ("B",))) == (0, "1 unset\n", "")
     assert probe.env["B"] == "2"
 
 

@@ -51,7 +51,7 @@ def plan(*args: str, with_memory: bool = True, theirs: str | None = None,
 
 
 def content(launch: LaunchPlan) -> dict[str, Any]:
-    return dict(json.loads(launch.env[CONTENT]))
+    return dict(json.loads(launch.env.set[CONTENT]))
 
 
 def test_a_new_session_gets_the_protocol_file_the_server_the_tools_and_the_plugin() -> None:
@@ -75,7 +75,7 @@ def test_a_new_session_gets_the_protocol_file_the_server_the_tools_and_the_plugi
     assert json.dumps(f"{FILES}/{SESSION_FILE}") in plugin.text
     assert '"session.created"' in plugin.text and "parentID" in plugin.text
     assert 'flag: "wx"' in plugin.text
-    assert "AMUX_TOKEN" not in launch.env[CONTENT]
+    assert "AMUX_TOKEN" not in launch.env.set[CONTENT]
 
 
 def test_the_users_own_config_content_is_merged_as_opencode_merges_layers() -> None:
@@ -160,7 +160,7 @@ def test_resume_continues_the_session_where_each_form_takes_the_flag() -> None:
     assert "plugin" not in content(run)
     again = plan("run", "more", agent_session=SES, resume=True, with_memory=False)
     assert again.argv == ("/usr/bin/opencode", "run", "--session", SES, "more")
-    assert again.env == {} and again.files == ()
+    assert again.env.set == {} and again.files == ()
 
 
 def test_without_memory_only_the_plugin_is_added_to_the_users_config() -> None:
@@ -183,8 +183,8 @@ def test_an_endpoint_is_a_provider_with_the_key_as_a_reference(api: str | None,
         "options": {"baseURL": url, "apiKey": "{env:MY_KEY}"},
         "models": {"qwen3": {"name": "qwen3"}}}}
     assert config["model"] == config["small_model"] == f"{ENDPOINT_PROVIDER}/qwen3"
-    assert keyed.env["OPENCODE_DISABLE_MODELS_FETCH"] == "1"
-    assert keyed.env_from == {} and keyed.argv == ("/usr/bin/opencode", "run", "hi")
+    assert keyed.env.set["OPENCODE_DISABLE_MODELS_FETCH"] == "1"
+    assert keyed.env.copy == {} and keyed.argv == ("/usr/bin/opencode", "run", "hi")
     assert "instructions" in config and "mcp" in config  # memory as without the endpoint
     bare = content(plan("run", "hi", endpoint=EndpointRequest(url, "qwen3")))
     assert bare["provider"][ENDPOINT_PROVIDER]["options"]["apiKey"] == NO_KEY
@@ -212,7 +212,7 @@ def test_the_session_the_plugin_recorded_is_picked() -> None:
 
 
 def test_an_isolated_run_reads_only_the_targets_opencode() -> None:
-    env = OPENCODE.isolated_env("/home/t")
+    env = OPENCODE.isolated_env("/home/t").shown()
     assert env["XDG_CONFIG_HOME"] == "/home/t/.config"
     assert env["XDG_DATA_HOME"] == "/home/t/.local/share"
     assert env["XDG_CACHE_HOME"] == "/home/t/.cache"

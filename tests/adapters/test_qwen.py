@@ -129,7 +129,7 @@ def test_memory_is_off_in_the_launchs_system_settings_over_the_machines() -> Non
     launch = plan("-p", "x", probe=FakeProbe({"/etc/qwen-code/settings.json": machine}))
     assert settings(launch) == {"$version": 3, "model": {"name": "m"}, "memory": {
         "other": 1, "enableManagedAutoMemory": False, "enableManagedAutoDream": False}}
-    assert launch.env == {"QWEN_CODE_SYSTEM_SETTINGS_PATH": OURS,
+    assert launch.env.set == {"QWEN_CODE_SYSTEM_SETTINGS_PATH": OURS,
                           "QWEN_CODE_SYSTEM_DEFAULTS_PATH":
                           "/etc/qwen-code/system-defaults.json"}
     assert settings(plan())["$version"] == 4  # no machine file: nothing to migrate
@@ -140,7 +140,7 @@ def test_the_users_own_system_settings_and_defaults_paths_are_honoured() -> None
     files = {"/opt/q/settings.json": '{"context": {"fileName": "TEAM.md"}}'}
     launch = plan(probe=FakeProbe(files, env=env))
     assert settings(launch)["context"] == {"fileName": "TEAM.md"}
-    assert launch.env["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] == "/opt/q/system-defaults.json"
+    assert launch.env.set["QWEN_CODE_SYSTEM_DEFAULTS_PATH"] == "/opt/q/system-defaults.json"
     theirs = plan(probe=FakeProbe(files, env={**env, "QWEN_CODE_SYSTEM_DEFAULTS_PATH": "/d"}))
     assert "QWEN_CODE_SYSTEM_DEFAULTS_PATH" not in theirs.env  # Qwen reads theirs itself
 
@@ -182,11 +182,11 @@ def test_an_endpoint_selects_its_auth_type_and_names_its_key(api: str, url: str,
                                                             key: str) -> None:
     keyed = plan("-p", "x", endpoint=EndpointRequest("http://h/v1", "m", api, "MY_KEY"))  # type: ignore[arg-type]
     assert keyed.argv[1:5] == ("--auth-type", api, "--model", "m")
-    assert keyed.env[url] == "http://h/v1" and keyed.env_from == {key: "MY_KEY"}
-    assert key not in keyed.env
+    assert keyed.env.set[url] == "http://h/v1" and keyed.env.copy == {key: "MY_KEY"}
+    assert key not in keyed.env.set
     bare = plan("-p", "x", with_memory=False,
                 endpoint=EndpointRequest("http://h/v1", "m", api))  # type: ignore[arg-type]
-    assert bare.env == {url: "http://h/v1", key: NO_KEY}
+    assert bare.env.set == {url: "http://h/v1", key: NO_KEY}
 
 
 def test_where_qwen_keeps_the_session() -> None:
@@ -199,7 +199,7 @@ def test_where_qwen_keeps_the_session() -> None:
 
 
 def test_an_isolated_run_reads_only_the_targets_qwen() -> None:
-    reset = ADAPTER.isolated_env("/home/t")
+    reset = ADAPTER.isolated_env("/home/t").shown()
     assert set(reset.values()) == {None}
     assert {"QWEN_HOME", "QWEN_RUNTIME_DIR", "QWEN_CODE_SYSTEM_SETTINGS_PATH",
             "QWEN_CODE_SYSTEM_DEFAULTS_PATH", "QWEN_CODE_TRUSTED_FOLDERS_PATH",
@@ -218,6 +218,6 @@ def test_version_and_headless_turn() -> None:
     assert ADAPTER.version(1, "", "boom") is None
     headless = ADAPTER.headless("/run/home", "/run/tmp")
     assert headless.args == ("-p", PROMPT, "--approval-mode", "auto-edit")
-    assert headless.env["QWEN_HOME"] == "/run/home/.qwen" and headless.dirs == (
+    assert headless.env.set["QWEN_HOME"] == "/run/home/.qwen" and headless.dirs == (
         "/run/home/.qwen",)
     assert ADAPTER.quick_exit_cause(("-p", "x"), FakeProbe({}), False) is None

@@ -21,13 +21,12 @@ TOY = '''"""A throwaway agent: `toy [--instructions TEXT] [--session ID] ARGS...
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from amux.adapters.base import (
     NOTHING, PROMPT, AgentRequest, Channel, Headless, LaunchPlan, ModelApi, Probe,
     Requirement, first_line_version, merge_instructions, no_kept_session,
     no_quick_exit_cause, no_session_files, no_unpacked_code, no_user_settings, refuse,
 )
+from amux.envpatch import EnvPatch
 
 
 class ToyAdapter:
@@ -36,7 +35,7 @@ class ToyAdapter:
     channel: Channel = "cli"
     tracks_sessions = True
     version_args: tuple[str, ...] | None = ("--version",)
-    probe_env: Mapping[str, str] = NOTHING
+    probe_env = EnvPatch()
     version = first_line_version
     requires = (Requirement("flag", "--instructions", "the memory protocol reaches Toy"),)
     package: str | None = None
@@ -54,14 +53,14 @@ class ToyAdapter:
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()
 
-    def isolated_env(self, home: str) -> Mapping[str, str | None]:
-        return {}
+    def isolated_env(self, home: str) -> EnvPatch:
+        return EnvPatch()
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return "toy-" + session_id
 
     def headless(self, home: str, scratch: str) -> Headless:
-        return Headless(("--print", PROMPT), env={"TOY_HOME": home})
+        return Headless(("--print", PROMPT), env=EnvPatch({"TOY_HOME": home}))
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         refuse(request.args, ("--session",), "Toy")
@@ -72,8 +71,9 @@ class ToyAdapter:
         text = request.frozen_instructions or merge_instructions(
             list(request.user_instructions), request.memory.protocol) or ""
         return LaunchPlan((request.executable, *session, "--instructions", text,
-                           *request.args), env=dict(request.memory.env),
-                          path=(request.memory.bin_dir,), channel="cli", instructions=text,
+                           *request.args),
+                          env=EnvPatch(dict(request.memory.env), path=(request.memory.bin_dir,)),
+                          channel="cli", instructions=text,
                           agent_session=request.agent_session)
 '''
 

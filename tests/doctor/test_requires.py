@@ -54,9 +54,9 @@ def amux_env(name: str, launch: LaunchPlan) -> set[str]:
     """The variables a launch sets or removes for the agent itself (not amux's own
     connection, which only the `amux` client reads, nor a credential's variable, which
     amux names to the agent in its settings)."""
-    own = {*memory(ADAPTERS[name].channel).env, *launch.secret_env}
-    return ({key for key in launch.env if key not in own} | set(launch.unset)
-            | set(launch.env_from))
+    own = {*memory(ADAPTERS[name].channel).env, *launch.env.secret}
+    return ({key for key in launch.env.set if key not in own} | set(launch.env.unset)
+            | set(launch.env.copy))
 
 
 def declared(name: str, kind: str) -> set[str]:
@@ -70,7 +70,7 @@ def test_every_flag_and_variable_a_launch_uses_is_declared(name: str) -> None:
     words += [word for argv in hook_commands(name, []) for word in argv]
     assert options(words) <= declared(name, "flag")
     env = {key for launch in launches(name, []) for key in amux_env(name, launch)}
-    assert env | set(ADAPTERS[name].isolated_env("/home/t")) <= declared(name, "env")
+    assert env | ADAPTERS[name].isolated_env("/home/t").names() <= declared(name, "env")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -82,9 +82,9 @@ def test_everything_declared_is_used_by_some_launch(name: str) -> None:
               for argv in hook_commands(name, args) for word in argv}
     assert declared(name, "flag") <= {word.partition("=")[0] for word in words}
     env = {key for launch in every for key in amux_env(name, launch)}
-    assert declared(name, "env") <= env | set(adapter.isolated_env("/home/t"))
+    assert declared(name, "env") <= env | adapter.isolated_env("/home/t").names()
     texts = words | {file.text for launch in every for file in launch.files}
-    texts |= {value for launch in every for value in launch.env.values()}
+    texts |= {value for launch in every for value in launch.env.set.values()}
     for setting in declared(name, "setting"):
         assert any(setting in text for text in texts), setting
     for requirement in adapter.requires:

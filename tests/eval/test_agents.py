@@ -49,7 +49,7 @@ def test_an_agent_is_configured_inside_the_run_root(name: str, tmp_path: Path) -
     homes = Homes(tmp_path / "run")
     homes.make()
     plan = homes.headless(ADAPTERS[name])
-    env = prepare(plan)
+    env = prepare(plan).apply({})
     for variable in PATH_VARIABLES:
         if variable in env:
             assert Path(env[variable]).is_relative_to(homes.root), variable
@@ -65,7 +65,7 @@ def test_gemini_reads_the_run_home_with_api_key_auth(tmp_path: Path) -> None:
     homes = Homes(tmp_path)
     homes.make()
     plan = homes.headless(ADAPTERS["gemini"])
-    env = {"HOME": str(homes.home), **prepare(plan)}
+    env = prepare(plan).apply({"HOME": str(homes.home)})
     assert gemini_home(env) == str(homes.home)
     settings = json.loads((homes.home / ".gemini" / "settings.json").read_text())
     assert settings["security"]["auth"]["selectedType"] == "gemini-api-key"
@@ -77,7 +77,7 @@ def test_opencode_keeps_every_xdg_directory_in_the_run_home(tmp_path: Path) -> N
     homes = Homes(tmp_path)
     homes.make()
     plan = homes.headless(ADAPTERS["opencode"])
-    env = prepare(plan)
+    env = prepare(plan).apply({})
     assert {env[k] for k in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
                              "XDG_STATE_HOME")} == {
         str(homes.home / p) for p in (".config", ".local/share", ".cache", ".local/state")}
