@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import psutil
+
 T = TypeVar("T")
 
 INTERVAL = 0.02
@@ -28,3 +30,11 @@ def wait_until(predicate: Callable[[], T], timeout: float, what: str, *,
         if time.monotonic() >= deadline:
             raise AssertionError(f"waited {timeout:g} s for {what}: it never happened")
         time.sleep(interval)
+
+
+def gone(pid: int) -> bool:
+    """Whether process `pid` has ended (a zombie nobody reaped yet counts as ended)."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True

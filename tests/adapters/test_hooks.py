@@ -18,7 +18,7 @@ from amux.envpatch import EnvPatch
 from amux.launcher.probe import CACHE_ENTRIES, SystemProbe
 from amux.launcher.supervise import RunAs
 from tests.adapting import FakeProbe
-from tests.wait import wait_until
+from tests.wait import gone, wait_until
 
 
 def test_codex_instructions_from_config_and_profile() -> None:
@@ -79,16 +79,8 @@ def test_the_system_probe_kills_what_outlives_its_timeout(tmp_path: Path) -> Non
     assert time.monotonic() - started < 5
     pid = int(pid_file.read_text())
     # the whole process group goes, not only `sh`
-    wait_until(lambda: not _alive(pid), 5, "the backgrounded `sleep` to be killed")
+    wait_until(lambda: gone(pid), 5, "the backgrounded `sleep` to be killed")
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as stat:  # a zombie waiting for init counts as gone
-        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_an_answered_command_is_killed_after_its_exit_grace(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ import pytest
 
 from tests.hostile import fill, remount, small_tmpfs
 from tests.hubproc import Caller, HubProcess, amux
-from tests.wait import wait_until
+from tests.wait import gone, wait_until
 
 
 @pytest.fixture
@@ -222,10 +222,3 @@ def test_a_package_planted_in_the_starters_directory_never_runs(short_home: Path
     finally:
         assert run([installed, "hub", "stop"]).returncode == 0
     assert not mark.exists()
-
-
-def gone(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True

@@ -4,7 +4,6 @@ child, so a Node CLI's grandchild survived holding the pipes)."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 
 from amux.adapters import ADAPTERS
 from amux.launcher import versions
+from tests.wait import gone, wait_until
 
 
 def test_a_version_that_never_comes_is_given_up_with_all_it_started(
@@ -25,17 +25,5 @@ def test_a_version_that_never_comes_is_given_up_with_all_it_started(
     assert versions.cached_version(tmp_path / "home", ADAPTERS["pi"], str(agent)) is None
     assert time.monotonic() - started < 10
     grandchild = int(pid_file.read_text())
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and _alive(grandchild):
-        time.sleep(0.05)
-    assert not _alive(grandchild), "the --version command's grandchild outlived it"
+    wait_until(lambda: gone(grandchild), 5, "the --version command's grandchild to be killed")
     assert not (tmp_path / "home" / "cache" / "agent-versions.json").exists()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as handle:  # a zombie is gone for this purpose
-        return handle.read().rpartition(")")[2].split()[0] != "Z"
