@@ -283,13 +283,10 @@ class HubApi:
                                     operation="restore")
         return {**written, "restored_from": body["revision"]}
 
-    def _diff_of(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
-        return self._diff(scope, body["path"], body.get("from_revision"),
-                          body.get("to_revision"))
-
-    def _diff(self, scope: Scope, path: str, old: object, new: object) -> Any:
+    def _diff(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
         """A unified diff of two versions; default: the newest change of `path` (its
         previous version against the one after it, `absent` when created or forgotten)."""
+        path, old, new = body["path"], body.get("from_revision"), body.get("to_revision")
         if old is None or new is None:
             changes = self.store.log(scope, path, limit=2)["changes"]
             if not changes:
@@ -486,7 +483,7 @@ MEMORY_OPERATIONS: dict[str, MemoryOperation] = {
     "log": MemoryOperation(frozenset(), frozenset({"path", "since", "limit"}), HubApi._log),
     "version": MemoryOperation(frozenset({"path", "revision"}), frozenset(), HubApi._version),
     "diff": MemoryOperation(frozenset({"path"}), frozenset({"from_revision", "to_revision"}),
-                            HubApi._diff_of),
+                            HubApi._diff),
     "restore": MemoryOperation(frozenset({"path", "revision", "expected_revision"}),
                                frozenset(), HubApi._restore),
 }
