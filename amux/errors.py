@@ -87,6 +87,11 @@ def _capped(message: str) -> str:
     return message[:MESSAGE_MAX_CHARS] + f"… (message cut, {len(message):,} characters)"
 
 
+_BY_CODE: dict[str, type[AmuxError]] = {}
+"""Each code's class, the first defined with it (a refinement such as `UsageError` keeps its
+parent's code): what a received error becomes (`from_wire`)."""
+
+
 class AmuxError(Exception):
     """Base of every error amux reports to a caller: `code`, `message`, and `details`, the
     extra wire fields beside them."""
@@ -98,6 +103,7 @@ class AmuxError(Exception):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.http_status, cls.exit_code = ERROR_TABLE[cls.code]
+        _BY_CODE.setdefault(cls.code, cls)
 
     def __init__(self, message: str, details: dict[str, Any] | None = None) -> None:
         message = _capped(message)
@@ -254,11 +260,3 @@ class InternalError(AmuxError):
 
 class RootLocked(InternalError):
     """Another process holds the memory root's exclusive lock (one Hub per root)."""
-
-
-_BY_CODE: dict[str, type[AmuxError]] = {
-    kind.code: kind for kind in (
-        InvalidArgument, InvalidPath, NotUtf8, RevisionConflict, MemoryDisabled,
-        HubUnreachable, HubBusy, Unauthenticated, Forbidden, BindingMismatch, QuotaExceeded,
-        SecretDetected, NotFound, StorageUnavailable, InternalError)}
-"""Each code's class, as a received error becomes one (`from_wire`)."""
