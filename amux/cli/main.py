@@ -66,6 +66,11 @@ def _dispatch(args: list[str]) -> int:
         from amux.cli.run import run_main
 
         return run_main(args[1:])
+    if args[:1] == ["ui"]:
+        from amux.cli.ui import ui_main
+
+        starts = args[1:2] not in (["stop"], ["status"])
+        return (starts and _local_hub_error("amux ui", args[1:])) or ui_main(args[1:])
     if args[:1] == ["sessions"]:
         from amux.cli.sessions import sessions_main
 
@@ -124,6 +129,8 @@ def _top_level() -> Rows:
         ("sessions list|show ID|prune", "what each `amux run` session froze; prune old "
          "ones and ones that cannot be resumed"),
         ("doctor", "check the set-up: Hub, connection, agents, memory health"),
+        ("ui [stop|status]", "the memory page in your browser: browse, read, search, "
+         "history, undo, edit, the memory switch"),
         *((f"protocol {name}", text) for name, text in _PROTOCOL),
         ("hub serve|start|stop|status|reload", "run and control the Hub"),
         *((f"system {name}", f"{text} (owner only)") for name, text in _SYSTEM),

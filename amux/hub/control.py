@@ -4,7 +4,7 @@ Only the installed `amux`, and only for the local default connection, starts a
 Hub. Racing starters serialize on an `flock` of `<AMUX_HOME>/run/start.lock`:
 the first starts the Hub and waits for its readiness line (or its start-up error,
 as JSON), the others then find it answering. The Hub detaches itself from the
-starter (`amux.hub.server --detach`), so it is never the zombie child of a
+starter (`amux.daemon`), so it is never the zombie child of a
 long-lived starter such as `amux run`, and `stop` sees it gone once it exited.
 The Hub itself also refuses a second instance on the same memory root (its
 exclusive root lock), so even a starter that bypasses this module cannot produce
@@ -15,10 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,7 +33,6 @@ if TYPE_CHECKING:
 
     from amux.pidfile import ProcessId
 
-READY_TIMEOUT = 20.0
 KILL_SECONDS = 5.0
 """How long `stop` waits for a Hub it had to SIGKILL."""
 
@@ -89,35 +86,21 @@ def start(home: Path) -> dict[str, Any]:
 
 
 def _spawn(home: Path) -> dict[str, Any]:
-    """Run the Hub detached (`--detach`) and wait for its readiness line."""
-    with open(log_path(home), "ab") as log:
-        process = subprocess.Popen(
-            # -P: the starter's working directory (a cloned repository, /tmp) is not
-            # put on the Hub's import path, so nothing there runs as the Hub
-            [sys.executable, "-P", "-m", "amux.hub.server", "--detach", str(home)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log, close_fds=True,
-        )
-    process.wait(timeout=READY_TIMEOUT)  # the intermediate: the Hub is its child, not ours
-    assert process.stdout is not None
-    with process.stdout:
-        line = process.stdout.readline()
-    ready: dict[str, Any] = json.loads(line) if line else {}
+    """Run the Hub detached (`amux.daemon`) and wait for its readiness line."""
+    from amux import daemon
+
+    # -P: the starter's working directory (a cloned repository, /tmp) is not put on the
+    # Hub's import path, so nothing there runs as the Hub
+    ready = daemon.start([sys.executable, "-P", "-m", "amux.hub.server", str(home)],
+                         log_path(home))
     if "running" in ready:
         return ready
     error: dict[str, Any] | None = ready.get("error")
     if error is None:  # it died before it could say why: a bug, its traceback is in the log
         raise InternalError(f"the Hub did not start; see {log_path(home)}: "
-                            f"{_tail(log_path(home))}")
+                            f"{daemon.tail(log_path(home))}")
     code, message = error.pop("code"), error.pop("message")
     raise from_wire(code, f"the Hub did not start: {message}", error)
-
-
-def _tail(path: Path) -> str:
-    try:
-        lines = path.read_text(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return lines[-1] if lines else ""
 
 
 def stop(home: Path) -> dict[str, Any]:

@@ -35,7 +35,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from amux import __version__, pidfile, sockdir
+from amux import __version__, daemon, pidfile, sockdir
+from amux.daemon import DETACH
 from amux.durable import write_file_atomic
 from amux.errors import AmuxError, InvalidArgument
 from amux.faults import storage_error
@@ -283,12 +284,8 @@ def _default_owner() -> str:
     return name.lstrip("._-")[:64] or "owner"
 
 
-DETACH = "--detach"
-"""Given by `amux.hub.control.start`: leave the starter before serving (`_detach`)."""
-
-
 def main(argv: list[str] | None = None) -> int:
-    """`python -m amux.hub.server [--detach] HOME`: serve HOME (`amux hub serve` runs it
+    """`python -m amux.hub.server HOME [--detach]`: serve HOME (`amux hub serve` runs it
     in the foreground; `amux hub start` with `--detach`).
 
     A start-up failure is one line, `amux hub: …`, and the error's exit code (a full
@@ -296,14 +293,14 @@ def main(argv: list[str] | None = None) -> int:
     error's JSON as the readiness line. Only a bug gives a traceback.
     """
     args = sys.argv[1:] if argv is None else argv
-    detach = args[:1] == [DETACH]
-    args = args[1:] if detach else args
+    detach = DETACH in args
+    args = [arg for arg in args if arg != DETACH]
     if len(args) != 1:
-        print(f"usage: python -m amux.hub.server [{DETACH}] AMUX_HOME", file=sys.stderr)
+        print(f"usage: python -m amux.hub.server AMUX_HOME [{DETACH}]", file=sys.stderr)
         return 2
     home = Path(args[0])
     if detach:
-        _detach()
+        daemon.detach()
     logging.basicConfig(level=logging.INFO, format="amux hub: %(message)s")
     try:
         try:
@@ -319,20 +316,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"amux hub: {error.message}", file=sys.stderr)
         return error.exit_code
     return 0
-
-
-def _detach() -> None:
-    """Fork once more and let the intermediate exit at once (the starter reaps it).
-
-    The Hub is then reparented, in a session of its own, and is no child of the
-    command that started it on demand: when it exits nobody's unreaped zombie
-    keeps its pid alive, whether that command is a short `amux memory …` or an
-    `amux run` that outlives the agent. It keeps the starter's stdout pipe for the
-    readiness line. Runs before any thread exists (a fork copies only its caller).
-    """
-    if os.fork() > 0:
-        os._exit(0)
-    os.setsid()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,154 @@
+"""`amux ui`'s walls, over raw HTTP: the key, Host, Origin, no CORS, the CSP, the record.
+
+Each request is what an attacker's browser or a local process could send; none gets data.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from tests.hubproc import HubProcess, amux
+from tests.pageclient import PageClient
+from tests.wait import gone, wait_until
+
+SECRET_TEXT = "the user's private note 7f3a"
+
+
+@pytest.fixture
+def noted(page_hub: HubProcess) -> HubProcess:
+    status, answer = page_hub.call("/v1/memory/upsert", {
+        "path": "private.md", "content": SECRET_TEXT + "\n", "expected_revision": "absent"})
+    assert status == 200, answer
+    return page_hub
+
+
+def test_the_page_answers_its_own_request_with_data(noted: HubProcess,
+                                                    ui: PageClient) -> None:
+    status, answer = ui.api("read", {"path": "private.md"})
+    assert status == 200, answer
+    assert answer["content"] == SECRET_TEXT + "\n"
+
+
+@pytest.mark.parametrize("changes", [
+    {"X-Amux-Key": None},
+    {"X-Amux-Key": "not-the-key"},
+    {"X-Amux-Key": ""},
+], ids=["no key", "wrong key", "empty key"])
+def test_without_the_key_nothing(noted: HubProcess, ui: PageClient,
+                                 changes: dict[str, str | None]) -> None:
+    status, answer = ui.api("read", {"path": "private.md"}, **changes)
+    assert status == 401
+    assert answer["error"]["code"] == "unauthenticated"
+    assert SECRET_TEXT not in json.dumps(answer)
+
+
+@pytest.mark.parametrize("host", ["evil.example:{port}", "127.0.0.1:1", "localhost",
+                                  "127.0.0.1.nip.io:{port}", ""])
+def test_another_host_name_is_refused_before_anything(noted: HubProcess, ui: PageClient,
+                                                      host: str) -> None:
+    """DNS rebinding: a name that resolves to 127.0.0.1 but is not this server's."""
+    status, _, body = ui.request("POST", "/api/read", b'{"path": "private.md"}',
+                                 Host=host.format(port=ui.port))
+    assert status == 421
+    assert SECRET_TEXT.encode() not in body
+    status, _, body = ui.request("GET", "/", Host=host.format(port=ui.port))
+    assert status == 421
+
+
+@pytest.mark.parametrize("changes", [
+    {"Origin": "http://evil.example"},
+    {"Origin": None},
+    {"Origin": "null"},
+    {"Origin": "http://127.0.0.1:1"},
+    {"Sec-Fetch-Site": "cross-site"},
+    {"Sec-Fetch-Site": "same-site"},
+], ids=["other origin", "no origin", "null origin", "other port", "cross-site",
+        "same-site"])
+def test_a_request_from_another_site_changes_nothing(noted: HubProcess, ui: PageClient,
+                                                     changes: dict[str, str | None]) -> None:
+    """A cross-site form or fetch: refused, with the key even, and nothing written."""
+    status, answer = ui.api("save", {"path": "private.md", "content": "pwned\n",
+                                     "expected_revision": "absent"}, **changes)
+    assert status == 403
+    assert answer["error"]["code"] == "forbidden"
+    _, current = noted.call("/v1/memory/get", {"path": "private.md"})
+    assert current["content"] == SECRET_TEXT + "\n"
+
+
+def test_no_cors_and_a_strict_policy_on_every_answer(ui: PageClient) -> None:
+    status, headers, _ = ui.request("OPTIONS", "/api/read", Origin="http://evil.example")
+    assert status == 405
+    assert not any(name.lower().startswith("access-control-") for name in headers)
+    for method, path in (("GET", "/"), ("GET", "/static/app.js"), ("POST", "/api/me")):
+        status, headers, _ = ui.request(method, path, b"{}" if method == "POST" else None)
+        assert status == 200
+        policy = headers["Content-Security-Policy"]
+        assert "default-src 'none'" in policy and "script-src 'self'" in policy
+        assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+        assert headers["X-Frame-Options"] == "DENY"
+        assert headers["Cache-Control"] == "no-store"
+        assert not any(name.lower().startswith("access-control-") for name in headers)
+
+
+def test_the_shell_holds_no_data_and_nothing_else_is_served(noted: HubProcess,
+                                                             ui: PageClient) -> None:
+    status, _, body = ui.request("GET", "/?view=doc&path=private.md", X_Amux_Key=None)
+    assert status == 200 and SECRET_TEXT.encode() not in body
+    for path in ("/api/read", "/static/../page.py", "/etc/passwd", "/static/"):
+        status, _, body = ui.request("GET", path)
+        assert status == 404 and SECRET_TEXT.encode() not in body
+
+
+def test_bad_bodies_are_clear_errors(ui: PageClient) -> None:
+    for body, needle in ((b"[1]", "JSON object"), (b"{", "JSON object"),
+                         (b'{"path": 1, "extra": 2}', "does not take extra")):
+        status, _, data = ui.request("POST", "/api/read", body)
+        assert status == 400 and needle in data.decode(), data
+    status, _, data = ui.request("POST", "/api/nothing", b"{}")
+    assert status == 400 and b"no operation" in data
+    status, _, data = ui.request("POST", "/api/me", b"{}", Content_Type="text/plain")
+    assert status == 400 and b"application/json" in data
+
+
+def test_the_record_is_private_reused_and_removed_on_stop(page_hub: HubProcess,
+                                                           ui: PageClient) -> None:
+    record = page_hub.home / "run" / "ui.json"
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+    assert json.loads(record.read_text())["key"] == ui.key
+    code, again, err = amux(page_hub.home, "ui", "--no-open", "--json")
+    assert code == 0, err
+    assert (again["pid"], again["url"], again["reused"]) == (ui.pid, ui.url, True)
+    code, text, err = amux(page_hub.home, "ui", "--no-open")
+    assert code == 0 and ui.url in text and "already running" in text
+    code, stopped, err = amux(page_hub.home, "ui", "stop")
+    assert code == 0 and stopped["stopped"] is True, err
+    wait_until(lambda: gone(ui.pid), 10, "the page's process to end")
+    assert not record.exists()
+    code, status, _ = amux(page_hub.home, "ui", "status")
+    assert (code, status) == (0, {"running": False})
+
+
+def test_a_new_start_has_a_new_key(page_hub: HubProcess, ui: PageClient) -> None:
+    amux(page_hub.home, "ui", "stop")
+    code, started, err = amux(page_hub.home, "ui", "--no-open", "--json")
+    assert code == 0, err
+    try:
+        fresh = PageClient(started)
+        assert fresh.key != ui.key
+        status, _ = fresh.api("me", X_Amux_Key=ui.key)
+        assert status == 401
+    finally:
+        amux(page_hub.home, "ui", "stop")
+
+
+def test_a_record_others_could_read_is_refused(page_hub: HubProcess,
+                                               ui: PageClient) -> None:
+    record: Path = page_hub.home / "run" / "ui.json"
+    os.chmod(record, 0o644)
+    code, _, err = amux(page_hub.home, "ui", "status")
+    assert code == 5 and "private" in err
