@@ -18,8 +18,9 @@ from tests.hubproc import HubProcess
 from tests.isolation.world import world  # noqa: F401 (the fixture of tests/isolation and tests/e2e)
 
 END_TO_END = ("tests/e2e/", "tests/isolation/", "tests/eval/test_live.py",
-              "tests/test_readme.py")
-"""Where the real agent CLIs, real Unix users or the README's every line run: marked
+              "tests/test_readme.py", "tests/ui/test_page_browser.py",
+              "tests/ui/test_other_user.py")
+"""Where the real agent CLIs, real Unix users, a real browser or the README's every line run: marked
 `e2e`, so `pytest -m "not e2e"` is the quick local loop (CI runs everything)."""
 
 
