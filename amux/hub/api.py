@@ -54,7 +54,6 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -84,7 +83,7 @@ from amux.hub.identities import (
 )
 from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
 from amux.memory.store import Store
-from amux.memory.versions import Author
+from amux.memory.versions import Author, check_label
 from amux.typing_light import NamedTuple
 
 log = logging.getLogger("amux.hub")
@@ -336,7 +335,7 @@ class HubApi:
         # work again once it is back on (SPEC §3), so its token is issued all the same.
         scope = self._bound_scope(request, credential)
         check_binding(credential, scope, expected)
-        agent, session = (_label(body.get(key), key) for key in ("agent", "session"))
+        agent, session = (check_label(body.get(key), key) for key in ("agent", "session"))
         issued = self.registry.delegate(credential.principal, scope.binding, ttl, agent, session)
         return {**issued.to_wire(), "binding": issued.binding, "expires_at": issued.expires_at}
 
@@ -410,7 +409,7 @@ class HubApi:
             if binding is None:  # default: the scope the principal would use now
                 identity = Identity(registry.resolve(name))
                 binding = resolve_scope(identity, isolation=self.config.isolation_enabled).binding
-            agent, session = (_label(body.get(key), key) for key in ("agent", "session"))
+            agent, session = (check_label(body.get(key), key) for key in ("agent", "session"))
             return registry.delegate(name, binding, body.get("ttl"), agent, session).to_wire()
         raise InvalidArgument(f"unknown principals action {action!r}")
 
@@ -539,19 +538,6 @@ def _check_fields(
     unknown = sorted(body.keys() - required - optional)
     if unknown:
         raise InvalidArgument(f"{operation} does not take {', '.join(unknown)}")
-
-
-_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-def _label(value: object, what: str) -> str | None:
-    """An agent name or session id a launcher gives with a delegation (or None)."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or not _LABEL.fullmatch(value):
-        raise InvalidArgument(f"{what} must be 1-64 of A-Z a-z 0-9 . _ - starting with a "
-                              f"letter or digit, got {value!r}")
-    return value
 
 
 def _text(content: object) -> str:

@@ -7,6 +7,9 @@ the store and the Hub name only this.
 
 from __future__ import annotations
 
+import re
+
+from amux.errors import InvalidArgument, shown
 from amux.typing_light import NamedTuple, Protocol
 
 TYPE_CHECKING = False
@@ -33,6 +36,18 @@ class Author(NamedTuple):
 
 NOBODY = Author(None)
 """The author of a hand edit: found on disk, made by no principal through the Hub."""
+
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_label(value: object, what: str) -> str | None:
+    """An `Author`'s agent name or session id as a caller gives it (or None)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _LABEL.fullmatch(value):
+        raise InvalidArgument(f"{what} must be 1-64 of A-Z a-z 0-9 . _ - starting with a "
+                              f"letter or digit, got {shown(value)}")
+    return value
 
 
 class Change(NamedTuple):
