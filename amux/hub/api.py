@@ -83,7 +83,7 @@ from amux.hub.identities import (
 )
 from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
 from amux.memory.store import Store
-from amux.memory.versions import Author, check_label
+from amux.memory.versions import NOBODY, Author, check_label
 from amux.typing_light import NamedTuple
 
 log = logging.getLogger("amux.hub")
@@ -266,8 +266,9 @@ class HubApi:
         return self.store.doctor(scope)
 
     def _log(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
-        """Memory history (docs/store.md "History"), newest first."""
-        return self.store.log(scope, body.get("path"), body.get("since"), body.get("limit"))
+        """Memory history (docs/store.md "History"), newest first, a page at a time."""
+        return self.store.log(scope, body.get("path"), body.get("since"), body.get("limit"),
+                              body.get("before"), body.get("session"))
 
     def _version(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
         path, revision = body["path"], body["revision"]
@@ -442,9 +443,8 @@ class HubApi:
         target = frozenset({"principal", "binding"})
         if action == "log":
             _check_fields("history log", body, frozenset({"action"}),
-                          target | {"path", "since", "limit"})
-            return self.store.log(self._secrets_scope(credential, body), body.get("path"),
-                                  body.get("since"), body.get("limit"))
+                          target | MEMORY_OPERATIONS["log"].optional)
+            return self._log(self._secrets_scope(credential, body), body, NOBODY)
         if action == "purge":
             _check_fields("history purge", body, frozenset({"action", "path"}),
                           target | {"revision"})
@@ -479,7 +479,8 @@ MEMORY_OPERATIONS: dict[str, MemoryOperation] = {
                               HubApi._forget),
     "list": MemoryOperation(frozenset(), frozenset({"path_prefix", "limit"}), HubApi._list),
     "doctor": MemoryOperation(frozenset(), frozenset(), HubApi._doctor),
-    "log": MemoryOperation(frozenset(), frozenset({"path", "since", "limit"}), HubApi._log),
+    "log": MemoryOperation(frozenset(), frozenset({"path", "since", "limit", "before", "session"}),
+                           HubApi._log),
     "version": MemoryOperation(frozenset({"path", "revision"}), frozenset(), HubApi._version),
     "diff": MemoryOperation(frozenset({"path"}), frozenset({"from_revision", "to_revision"}),
                             HubApi._diff),
