@@ -217,6 +217,15 @@ class Store:
                                     "limit": self.history.max_bytes, "path": None})
         return report
 
+    def exists(self, scope: Scope) -> bool:
+        """Whether the scope's folder is under the root, one the store opens (its first
+        write makes it)."""
+        try:
+            with self._scope_dir(scope, create=False) as scope_fd:
+                return scope_fd is not None
+        except InvalidPath:  # a symlink or a file where the folder would be
+            return False
+
     def usage(self, scope: Scope) -> ScopeUsage:
         """Count the scope's documents and bytes now."""
         with self._scope_dir(scope, create=False) as scope_fd:
