@@ -15,11 +15,13 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
     POST /v1/memory/upsert   {path, content, expected_revision}
     POST /v1/memory/forget   {path, expected_revision}
     POST /v1/memory/list     {path_prefix?, limit?}  -> {documents: [{path, bytes,
-                             revision, modified_at}], truncated}     (for people)
+                             revision, modified_at, changed: {at, operation, principal,
+                             agent, session} | null}], truncated}     (for people)
     POST /v1/memory/doctor   {}  -> read-only health report of the scope (amux.memory.health)
-    POST /v1/memory/log      {path?, since?, limit?}  -> {changes: [{at, path, operation,
-                             revision, bytes, principal, agent, session, commit}]}, newest
-                             first                                   (history, for people)
+    POST /v1/memory/log      {path?, since?, limit?, before?, session?}  -> {changes: [{at,
+                             path, operation, revision, bytes, principal, agent, session,
+                             commit}], more}, newest first; `before`: a commit of an earlier
+                             answer (the next page)                  (history, for people)
     POST /v1/memory/version  {path, revision}  -> {path, revision, content}: a past version
     POST /v1/memory/diff     {path, from_revision?, to_revision?}  -> {path, from_revision,
                              to_revision, diff}: unified diff (default: the previous
@@ -40,13 +42,18 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
     POST /v1/admin/config    {action: get|set, key, value?}          owner only
     POST /v1/admin/principals {action: add|alias|token|revoke|delegate|binding|list, ...}
                                                                      owner only
-    POST /v1/admin/history   {action: log|purge, path?, revision?, since?, limit?,
-                             principal? | binding?}: any scope's history (default: the
+    POST /v1/admin/history   {action: log|purge, path?, revision?, since?, limit?, before?,
+                             session?, principal? | binding?}: any scope's history (default: the
                              owner's own scope); purge removes a version, or all of a
                              document's past but its current content     owner only
     POST /v1/admin/secrets   {action: allow|remove|list, fingerprint?, principal? | binding?}
                              a scope's secret-guard allow list (default: the owner's
                              own scope)                                 owner only
+    POST /v1/admin/memory    {operation, principal? | binding?, ...the operation's fields}:
+                             one memory operation in any scope (default: the owner's own),
+                             whether memory is on or off               owner only
+    POST /v1/admin/scopes    {}  -> {isolation, scopes: [{binding, principal, exists}]}: the
+                             scopes /v1/admin/memory opens              owner only
 """
 
 from __future__ import annotations
@@ -54,7 +61,6 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -84,7 +90,7 @@ from amux.hub.identities import (
 )
 from amux.memory.scope import GLOBAL, Identity, Scope, resolve_scope
 from amux.memory.store import Store
-from amux.memory.versions import Author
+from amux.memory.versions import Author, check_label
 from amux.typing_light import NamedTuple
 
 log = logging.getLogger("amux.hub")
@@ -155,6 +161,8 @@ class HubApi:
             "/v1/admin/principals": self._admin_principals,
             "/v1/admin/secrets": self._admin_secrets,
             "/v1/admin/history": self._admin_history,
+            "/v1/admin/memory": self._admin_memory,
+            "/v1/admin/scopes": self._admin_scopes,
         }
 
     def status(self) -> dict[str, Any]:
@@ -234,16 +242,22 @@ class HubApi:
     def _memory(
         self, request: Request, credential: Credential, operation: str, body: dict[str, Any]
     ) -> Any:
-        """One memory operation, by `MEMORY_OPERATIONS` alone: a name it does not hold is
-        refused here, before anything is read or written."""
-        known = MEMORY_OPERATIONS.get(operation)
-        if known is None:
+        """One memory operation in the caller's own scope, while memory is on."""
+        return self._operate(operation, body, credential, frozenset(),
+                             lambda: self._scope(request, credential))
+
+    def _operate(self, operation: object, body: dict[str, Any], credential: Credential,
+                 also: frozenset[str], scope: Callable[[], Scope]) -> Any:
+        """One row of `MEMORY_OPERATIONS`, by the table alone: a name it does not hold is
+        refused here, before anything is read or written; then the row's fields (and
+        `also`, the endpoint's own), then the row's handler in the scope `scope` gives,
+        as the credential's principal (and agent and session)."""
+        if not isinstance(operation, str) or (known := MEMORY_OPERATIONS.get(operation)) is None:
             raise InvalidArgument(f"unknown memory operation {shown(operation)}; the Hub "
                                   f"answers {', '.join(MEMORY_OPERATIONS)}")
-        _check_fields(operation, body, known.required, known.optional)
-        scope = self._scope(request, credential)
+        _check_fields(operation, body, known.required, known.optional | also)
         author = Author(credential.principal, credential.agent, credential.session)
-        return known.run(self, scope, body, author)
+        return known.run(self, scope(), body, author)
 
     def _search(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
         return self.store.search(scope, body["query"], body.get("path_prefix"),
@@ -267,8 +281,9 @@ class HubApi:
         return self.store.doctor(scope)
 
     def _log(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
-        """Memory history (docs/store.md "History"), newest first."""
-        return self.store.log(scope, body.get("path"), body.get("since"), body.get("limit"))
+        """Memory history (docs/store.md "History"), newest first, a page at a time."""
+        return self.store.log(scope, body.get("path"), body.get("since"), body.get("limit"),
+                              body.get("before"), body.get("session"))
 
     def _version(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
         path, revision = body["path"], body["revision"]
@@ -336,7 +351,7 @@ class HubApi:
         # work again once it is back on (SPEC §3), so its token is issued all the same.
         scope = self._bound_scope(request, credential)
         check_binding(credential, scope, expected)
-        agent, session = (_label(body.get(key), key) for key in ("agent", "session"))
+        agent, session = (check_label(body.get(key), key) for key in ("agent", "session"))
         issued = self.registry.delegate(credential.principal, scope.binding, ttl, agent, session)
         return {**issued.to_wire(), "binding": issued.binding, "expires_at": issued.expires_at}
 
@@ -410,7 +425,7 @@ class HubApi:
             if binding is None:  # default: the scope the principal would use now
                 identity = Identity(registry.resolve(name))
                 binding = resolve_scope(identity, isolation=self.config.isolation_enabled).binding
-            agent, session = (_label(body.get(key), key) for key in ("agent", "session"))
+            agent, session = (check_label(body.get(key), key) for key in ("agent", "session"))
             return registry.delegate(name, binding, body.get("ttl"), agent, session).to_wire()
         raise InvalidArgument(f"unknown principals action {action!r}")
 
@@ -427,10 +442,10 @@ class HubApi:
         target = frozenset({"principal", "binding"})
         if action == "list":
             _check_fields("secrets list", body, frozenset({"action"}), target)
-            return self.store.allowed_secrets(self._secrets_scope(credential, body))
+            return self.store.allowed_secrets(self._named_scope(credential, body))
         if action in ("allow", "remove"):
             _check_fields(f"secrets {action}", body, frozenset({"action", "fingerprint"}), target)
-            scope = self._secrets_scope(credential, body)
+            scope = self._named_scope(credential, body)
             return self.store.allow_secret(scope, body["fingerprint"], allow=action == "allow")
         raise InvalidArgument(f"secrets action must be allow, remove or list, got {action!r}")
 
@@ -441,21 +456,50 @@ class HubApi:
         self._require_owner(request, credential)
         action = body.get("action")
         target = frozenset({"principal", "binding"})
-        if action == "log":
-            _check_fields("history log", body, frozenset({"action"}),
-                          target | {"path", "since", "limit"})
-            return self.store.log(self._secrets_scope(credential, body), body.get("path"),
-                                  body.get("since"), body.get("limit"))
+        if action == "log":  # as /v1/admin/memory {"operation": "log"}
+            return self._operate("log", body, credential, target | {"action"},
+                                 lambda: self._named_scope(credential, body))
         if action == "purge":
             _check_fields("history purge", body, frozenset({"action", "path"}),
                           target | {"revision"})
-            return self.store.purge_history(self._secrets_scope(credential, body),
+            return self.store.purge_history(self._named_scope(credential, body),
                                             body["path"], body.get("revision"))
         raise InvalidArgument(f"history action must be log or purge, got {action!r}")
 
-    def _secrets_scope(self, credential: Credential, body: dict[str, Any]) -> Scope:
-        """The scope an allow-list or history request names: a principal's current scope,
-        an explicit binding, or (neither) the owner's own current scope."""
+    def _admin_memory(self, request: Request, credential: Credential,
+                      body: dict[str, Any]) -> Any:
+        """Any scope's memory for the Hub's owner: one memory operation (`operation`, with
+        its own fields, as `/v1/memory/<operation>` takes them) in the scope `principal`
+        or `binding` names (default: the owner's own), recorded in history as the owner's.
+        It answers whether memory.enabled is on or off: the owner is looking at their own
+        files, and the switch only keeps agents out."""
+        self._require_owner(request, credential)
+        return self._operate(body.get("operation"), body, credential,
+                             frozenset({"operation", "principal", "binding"}),
+                             lambda: self._named_scope(credential, body))
+
+    def _admin_scopes(self, request: Request, credential: Credential,
+                      body: dict[str, Any]) -> Any:
+        """The scopes the owner may open with `/v1/admin/memory`: global, then with
+        isolation on each principal's, the owner's first and the others by name; `exists`
+        says the scope's folder is there (its first write makes it)."""
+        self._require_owner(request, credential)
+        _check_fields("scopes", body, frozenset(), frozenset())
+        isolation = self.config.isolation_enabled
+        named: list[tuple[str | None, Scope]] = [(None, GLOBAL)]
+        if isolation:
+            owner = self.registry.owner
+            principals = sorted((entry["principal"] for entry in self.registry.listing()),
+                                key=lambda name: (name != owner, name))
+            named += [(name, resolve_scope(Identity(name), isolation=True))
+                      for name in principals]
+        return {"isolation": isolation, "scopes": [
+            {"binding": scope.binding, "principal": principal, "exists": self.store.exists(scope)}
+            for principal, scope in named]}
+
+    def _named_scope(self, credential: Credential, body: dict[str, Any]) -> Scope:
+        """The scope an owner's request names: a principal's current scope, an explicit
+        binding, or (neither) the owner's own current scope."""
         if "principal" in body and "binding" in body:
             raise InvalidArgument("name the scope by principal or by binding, not both")
         if "binding" in body:
@@ -480,7 +524,8 @@ MEMORY_OPERATIONS: dict[str, MemoryOperation] = {
                               HubApi._forget),
     "list": MemoryOperation(frozenset(), frozenset({"path_prefix", "limit"}), HubApi._list),
     "doctor": MemoryOperation(frozenset(), frozenset(), HubApi._doctor),
-    "log": MemoryOperation(frozenset(), frozenset({"path", "since", "limit"}), HubApi._log),
+    "log": MemoryOperation(frozenset(), frozenset({"path", "since", "limit", "before", "session"}),
+                           HubApi._log),
     "version": MemoryOperation(frozenset({"path", "revision"}), frozenset(), HubApi._version),
     "diff": MemoryOperation(frozenset({"path"}), frozenset({"from_revision", "to_revision"}),
                             HubApi._diff),
@@ -539,19 +584,6 @@ def _check_fields(
     unknown = sorted(body.keys() - required - optional)
     if unknown:
         raise InvalidArgument(f"{operation} does not take {', '.join(unknown)}")
-
-
-_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-def _label(value: object, what: str) -> str | None:
-    """An agent name or session id a launcher gives with a delegation (or None)."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or not _LABEL.fullmatch(value):
-        raise InvalidArgument(f"{what} must be 1-64 of A-Z a-z 0-9 . _ - starting with a "
-                              f"letter or digit, got {value!r}")
-    return value
 
 
 def _text(content: object) -> str:

@@ -35,11 +35,12 @@ import collections
 import contextlib
 import errno
 import functools
+import itertools
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pygit2
@@ -803,21 +804,47 @@ class History:
 
     # -- reading ----------------------------------------------------------------------
 
-    def log(self, scope: Scope, path: str | None, since: float | None,
-            limit: int) -> list[dict[str, Any]]:
-        """The scope's changes, newest first: of `path` only, from `since` on."""
+    def log(self, scope: Scope, path: str | None, since: float | None, limit: int,
+            before: str | None, session: str | None) -> list[dict[str, Any]] | None:
+        """At most `limit` of the scope's changes, newest first: of `path` only, from
+        `since` on, older than the change whose commit is `before`, made by `session`;
+        None when no change's commit is `before`. One pass over the list held in memory."""
         self.flush()
         repo = self.repository(scope)
         entries = []
         with repo.lock:
-            for change in repo.logged():
+            changes = repo.logged()
+            start = 0
+            if before is not None:
+                start = next((index + 1 for index, change in enumerate(changes)
+                              if change.commit == before), -1)
+                if start < 0:
+                    return None
+            for change in itertools.islice(changes, start, None):
                 if since is not None and change.at < since:
                     break
-                if path is None or change.path == path:
+                if (path is None or change.path == path) and (
+                        session is None or change.session == session):
                     entries.append(change.to_wire())
                     if len(entries) == limit:
                         break
         return entries
+
+    def newest(self, scope: Scope, paths: Collection[str]) -> dict[str, dict[str, Any]]:
+        """The newest change of each of `paths` that history has one of, as `log` shows
+        it: one pass over the list held in memory, stopped once every path is found."""
+        self.flush()
+        wanted = set(paths)
+        found = {}
+        repo = self.repository(scope)
+        with repo.lock:
+            for change in repo.logged():
+                if not wanted:
+                    break
+                if change.path in wanted:
+                    wanted.remove(change.path)
+                    found[change.path] = change.to_wire()
+        return found
 
     def version(self, scope: Scope, path: str, revision: str) -> bytes | None:
         """The bytes `path` had at `revision`; None when history has no such version."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +30,7 @@ from amux.errors import (
     NotFound,
     NotUtf8,
     RevisionConflict,
+    shown,
 )
 from amux.memory import documents, fs, health, quota, read, rootlock, secretguard
 from amux.memory.cache import SearchCache
@@ -45,8 +47,13 @@ from amux.memory.versions import (
     Author,
     Change,
     VersionStore,
+    check_label,
 )
 
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+"""A change's `commit` as log answers it (a git commit id)."""
+CHANGED_FIELDS = ("at", "operation", "principal", "agent", "session")
+"""What `list` shows of the change that made a document's current content."""
 USAGE_TTL_SECONDS = 2.0
 """How long a scope's counted usage is trusted before a write re-counts it.
 
@@ -171,7 +178,9 @@ class Store:
         """Documents under a prefix in path order, for people (`amux memory list`).
 
         Bounded by `limit` (default 100, at most 1,000) and by the search walk's
-        directory-entry budget; `truncated` says more documents exist.
+        directory-entry budget; `truncated` says more documents exist. Each document's
+        `changed` is the change in history that made its current content (None: history
+        has none, as for a hand edit it has not seen yet).
         """
         prefix = _prefix(path_prefix)
         count = check_limit(limit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)
@@ -187,7 +196,16 @@ class Store:
                 if base is None:
                     return {"documents": [], "truncated": False}
                 walk = fs.TreeWalk(base, label + "/" if prefix else "", SCAN_MAX_DIR_ENTRIES)
-                return _listing(walk, count)
+                listing = _listing(walk, count)
+        found = listing["documents"]
+        newest = {} if self.history is None or not found else self.history.newest(
+            scope, [document["path"] for document in found])
+        for document in found:
+            change = newest.get(document["path"])
+            document["changed"] = None if change is None or \
+                change["revision"] != document["revision"] else {
+                    key: change[key] for key in CHANGED_FIELDS}
+        return listing
 
     def doctor(self, scope: Scope) -> dict[str, Any]:
         """Read-only health report of the scope (`amux memory doctor`; `amux.memory.health`)."""
@@ -199,6 +217,15 @@ class Store:
                                     "limit": self.history.max_bytes, "path": None})
         return report
 
+    def exists(self, scope: Scope) -> bool:
+        """Whether the scope's folder is under the root, one the store opens (its first
+        write makes it)."""
+        try:
+            with self._scope_dir(scope, create=False) as scope_fd:
+                return scope_fd is not None
+        except InvalidPath:  # a symlink or a file where the folder would be
+            return False
+
     def usage(self, scope: Scope) -> ScopeUsage:
         """Count the scope's documents and bytes now."""
         with self._scope_dir(scope, create=False) as scope_fd:
@@ -207,18 +234,29 @@ class Store:
     # -- history (docs/store.md "History") ---------------------------------------------
 
     def log(self, scope: Scope, path: object = None, since: object = None,
-            limit: object = None) -> dict[str, Any]:
-        """The scope's changes, newest first (`amux memory log`)."""
+            limit: object = None, before: object = None, session: object = None) -> (
+            dict[str, Any]):
+        """The scope's changes, newest first (`amux memory log`): of `path`, from `since`
+        on, older than the change `before` (a `commit` of an earlier answer: the next
+        page), made by amux session `session`; `more` says older ones match too."""
         history = self._history()
         if path is not None and not isinstance(path, str):
             raise InvalidArgument("path must be a string")
         logical = None if path is None else validate_path(path)
         if since is not None and (isinstance(since, bool) or not isinstance(since, int | float)):
             raise InvalidArgument("since must be a time in seconds since the epoch")
+        if before is not None and (not isinstance(before, str) or not _COMMIT.fullmatch(before)):
+            raise InvalidArgument(f"before must be the commit (40 lowercase hex digits) of a "
+                                  f"change from an earlier log, got {shown(before)}")
+        wanted = check_label(session, "session")
         count = check_limit(limit, LOG_DEFAULT_LIMIT, LOG_MAX_LIMIT)
         changes = history.log(scope, None if logical is None else logical.text,
-                              None if since is None else float(since), count)
-        return {"changes": changes}
+                              None if since is None else float(since), count + 1, before,
+                              wanted)
+        if changes is None:
+            raise NotFound(f"the history of {scope.binding} has no change {before} (a purge "
+                           "or retention rewrites the commits): log again from the newest")
+        return {"changes": changes[:count], "more": len(changes) > count}
 
     def version(self, scope: Scope, path: str, revision: object) -> bytes:
         """The bytes `path` had at `revision`, from history; `not_found` when it has none."""

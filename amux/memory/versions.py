@@ -7,11 +7,14 @@ the store and the Hub name only this.
 
 from __future__ import annotations
 
+import re
+
+from amux.errors import InvalidArgument, shown
 from amux.typing_light import NamedTuple, Protocol
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Collection, Mapping
     from typing import Any
 
     from amux.memory.paths import LogicalPath
@@ -33,6 +36,18 @@ class Author(NamedTuple):
 
 NOBODY = Author(None)
 """The author of a hand edit: found on disk, made by no principal through the Hub."""
+
+_LABEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def check_label(value: object, what: str) -> str | None:
+    """An `Author`'s agent name or session id as a caller gives it (or None)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _LABEL.fullmatch(value):
+        raise InvalidArgument(f"{what} must be 1-64 of A-Z a-z 0-9 . _ - starting with a "
+                              f"letter or digit, got {shown(value)}")
+    return value
 
 
 class Change(NamedTuple):
@@ -87,11 +102,18 @@ class VersionStore(Protocol):
         number recorded."""
         ...
 
-    def log(self, scope: Scope, path: str | None, since: float | None,
-            limit: int) -> list[dict[str, Any]]:
-        """The scope's changes, newest first: of `path` only, from `since` on; each as
-        docs/wire.md's log shows it (at, path, operation, revision, bytes, principal,
-        agent, session, commit)."""
+    def log(self, scope: Scope, path: str | None, since: float | None, limit: int,
+            before: str | None, session: str | None) -> list[dict[str, Any]] | None:
+        """At most `limit` of the scope's changes, newest first: of `path` only, from
+        `since` on, older than the change whose commit is `before`, made by amux session
+        `session`; each as docs/wire.md's log shows it (at, path, operation, revision,
+        bytes, principal, agent, session, commit). None when no change's commit is
+        `before`."""
+        ...
+
+    def newest(self, scope: Scope, paths: Collection[str]) -> dict[str, dict[str, Any]]:
+        """The newest change of each of `paths` that history has one of, as `log` shows
+        it, by path."""
         ...
 
     def version(self, scope: Scope, path: str, revision: str) -> bytes | None:

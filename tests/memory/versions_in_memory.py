@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from amux.memory.paths import LogicalPath
@@ -44,14 +44,28 @@ class InMemory:
             self.record(scope, edit)
         return len(edits)
 
-    def log(self, scope: Scope, path: str | None, since: float | None,
-            limit: int) -> list[dict[str, Any]]:
+    def log(self, scope: Scope, path: str | None, since: float | None, limit: int,
+            before: str | None, session: str | None) -> list[dict[str, Any]] | None:
+        changes = list(enumerate(self.changes.get(scope.directory, [])))[::-1]
+        commits = [_commit(index) for index, _ in changes]
+        if before is not None:
+            if before not in commits:
+                return None
+            changes = changes[commits.index(before) + 1:]
         found = [{"at": change.at, "path": change.path, "operation": change.operation,
-                  "revision": _revision(change), "principal": change.author.principal}
-                 for change in reversed(self.changes.get(scope.directory, []))
+                  "revision": _revision(change), "principal": change.author.principal,
+                  "agent": change.author.agent, "session": change.author.session,
+                  "commit": _commit(index)}
+                 for index, change in changes
                  if (path is None or change.path == path)
-                 and (since is None or change.at >= since)]
+                 and (since is None or change.at >= since)
+                 and (session is None or change.author.session == session)]
         return found[:limit]
+
+    def newest(self, scope: Scope, paths: Collection[str]) -> dict[str, dict[str, Any]]:
+        found = self.log(scope, None, None, len(self.changes.get(scope.directory, [])), None,
+                         None) or []
+        return {change["path"]: change for change in reversed(found) if change["path"] in paths}
 
     def version(self, scope: Scope, path: str, revision: str) -> bytes | None:
         return next((change.data for change in self.changes.get(scope.directory, [])
@@ -83,3 +97,8 @@ def _revision(change: Change) -> str:
     if change.data is None:
         return ABSENT
     return change.revision or revision_of(change.data)
+
+
+def _commit(index: int) -> str:
+    """The commit id this engine gives its `index`-th change of a scope (40 hex digits)."""
+    return f"{index + 1:040x}"
