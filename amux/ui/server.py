@@ -53,6 +53,7 @@ STATIC = {
     "/": ("index.html", "text/html; charset=utf-8"),
     "/static/app.js": ("app.js", "text/javascript; charset=utf-8"),
     "/static/app.css": ("app.css", "text/css; charset=utf-8"),
+    "/favicon.ico": ("icon.svg", "image/svg+xml"),
 }
 """The shell: what `GET` may fetch, none of it data."""
 

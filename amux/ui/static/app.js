@@ -50,7 +50,7 @@ function h(tag, attrs, ...children) {
     else if (name === "class") node.className = value;
     else node.setAttribute(name, value === true ? "" : String(value));
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -199,10 +199,11 @@ async function tree(p) {
     }
     node.documents.push(document);
   }
+  const small = listing.documents.length <= 200; // every folder open; else the top only
   const render = (node, depth) => {
     const items = [];
     for (const [name, folder] of node.folders) {
-      items.push(h("li", { class: "folder" }, h("details", { open: depth < 1 },
+      items.push(h("li", { class: "folder" }, h("details", { open: depth < 1 || small },
         h("summary", {}, name + "/"), render(folder, depth + 1))));
     }
     for (const document of node.documents) {
