@@ -9,6 +9,7 @@ import signal
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
@@ -63,6 +64,53 @@ def test_a_launched_agents_changes_name_the_agent_and_its_session(api: Hub) -> N
     for bad in ({"agent": "../x"}, {"session": "a" * 65}, {"agent": 3}):
         refused = api.call("/v1/delegate", api.alice, bad)
         assert refused.status == 400 and refused.json()["error"]["code"] == "invalid_argument"
+
+
+def test_one_sessions_changes_page_by_page_and_who_made_each_document(api: Hub) -> None:
+    """What the local page asks: `session` keeps one amux session's changes, `before` (a
+    page's last commit) gives the next page until `more` is false, the owner's
+    admin/history log takes both, and list names who made each document's content."""
+    other = "20261202-111500-fedcba"
+    tokens = {session: str(api.ok("/v1/delegate", api.alice, {
+        "agent": "claude", "session": session})["token"]) for session in (SESSION, other)}
+    revision = "absent"
+    for n in range(7):
+        revision = write(api, tokens[SESSION if n % 2 else other], "MEMORY.md", f"{n}\n",
+                         revision)
+    ours = [c["commit"] for c in api.log(api.alice, limit=100) if c["session"] == SESSION]
+    assert len(ours) == 3
+    seen: list[object] = []
+    body: dict[str, object] = {"session": SESSION, "limit": 2}
+    while True:
+        page = api.ok("/v1/memory/log", api.alice, body)
+        assert isinstance(page["changes"], list)
+        seen += [c["commit"] for c in page["changes"]]
+        if not page["more"]:
+            break
+        body["before"] = seen[-1]
+    assert seen == ours
+    owner = api.admin("/v1/admin/history", {"action": "log", "principal": "alice",
+                                            "session": SESSION, "before": ours[0]}).json()
+    assert [c["commit"] for c in owner["changes"]] == ours[1:] and owner["more"] is False
+    newest = api.log(api.alice, limit=1)[0]
+    assert api.ok("/v1/memory/list", api.alice, {})["documents"] == [{
+        "path": "MEMORY.md", "bytes": 2, "revision": revision, "modified_at": ANY,
+        "changed": {"at": newest["at"], "operation": "update", "principal": "alice",
+                    "agent": "claude", "session": other}}]
+
+
+def test_log_says_what_is_wrong_with_a_before_or_session(api: Hub) -> None:
+    write(api, api.alice, "a.md", "x\n")
+    cases = (({"before": "HEAD"}, 400, "invalid_argument", "before must be the commit"),
+             ({"before": "0" * 40}, 404, "not_found", f"has no change {'0' * 40}"),
+             ({"session": "../x"}, 400, "invalid_argument", "session must be 1-64 of"),
+             ({"session": 7}, 400, "invalid_argument", "session must be 1-64 of"))
+    for body, status, code, message in cases:
+        for answer in (api.call("/v1/memory/log", api.alice, body),
+                       api.admin("/v1/admin/history", {"action": "log", **body})):
+            error = answer.json()["error"]
+            assert (answer.status, error["code"]) == (status, code), body
+            assert message in error["message"], error
 
 
 def test_diff_show_and_restore_undo_a_bad_write(api: Hub) -> None:
