@@ -156,6 +156,17 @@ def test_the_cli_shows_the_log_a_diff_and_restores(memory_hub: HubProcess) -> No
                   stdin="- prefer unittest\n")[1]["revision"]
     code, log, _ = amux(home, "memory", "log", "MEMORY.md", "--since", "1h")
     assert code == 0 and [c["revision"] for c in log["changes"]] == [second, first]
+    assert log["more"] is False
+    code, page, _ = amux(home, "memory", "log", "--limit", "1")
+    assert code == 0 and page["more"] is True
+    code, older, _ = amux(home, "memory", "log", "--before", page["changes"][0]["commit"])
+    assert code == 0 and older == {"changes": log["changes"][1:], "more": False}
+    code, table, _ = amux(home, "memory", "log", "--limit", "1", "--pretty")
+    assert f"older changes exist: --before {page['changes'][0]['commit']}" in table
+    code, none, _ = amux(home, "memory", "log", "--session", "20261202-101500-abcdef")
+    assert code == 0 and none == {"changes": [], "more": False}  # the owner's own writes
+    code, _, err = amux(home, "memory", "log", "--session", "../x")
+    assert code == 2 and "session must be 1-64 of" in err
     code, diff, _ = amux(home, "memory", "diff", "MEMORY.md")
     assert code == 0 and "-- prefer pytest\n+- prefer unittest\n" in diff
     code, shown, _ = amux(home, "memory", "show", "MEMORY.md", "--revision", first)
