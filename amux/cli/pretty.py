@@ -46,10 +46,11 @@ def render(value: Any) -> None:
             console.print("more findings than shown, or only part of the scope was checked: "
                           "see --json", style="dim")
     elif isinstance(value, dict) and "documents" in value:
-        table = Table("path", "bytes", "revision", "modified")
+        table = Table("path", "bytes", "revision", "modified", "by")
         for document in value["documents"]:
+            changed = document.get("changed")  # null: history has not seen this content
             table.add_row(document["path"], str(document["bytes"]), document["revision"][:12],
-                          document["modified_at"])
+                          document["modified_at"], "" if changed is None else _who(changed))
         console.print(table)
         if value["truncated"]:
             console.print("more documents exist: narrow the prefix or raise --limit", style="dim")
@@ -78,6 +79,9 @@ def render(value: Any) -> None:
             table.add_row(change["at"], change["operation"], change["path"],
                           (change["revision"] or "")[:12], f"{change['bytes']:,}", _who(change))
         console.print(table if value["changes"] else "No changes recorded.")
+        if value.get("more"):
+            console.print(f"older changes exist: --before {value['changes'][-1]['commit']}",
+                          style="dim")
     elif isinstance(value, dict) and "diff" in value:  # memory diff
         console.print(value["diff"] or f"{value['path']}: no difference", markup=False,
                       highlight=False, end="")

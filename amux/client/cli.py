@@ -133,8 +133,9 @@ def _log(client: HubClient, args: Any) -> Any:
     body = {"path": args.path}
     if args.since is not None:
         body["since"] = since(args.since)
-    if args.limit is not None:
-        body["limit"] = args.limit
+    for key in ("limit", "before", "session"):
+        if getattr(args, key) is not None:
+            body[key] = getattr(args, key)
     if args.principal is not None:
         return client.call("/v1/admin/history", {**body, "action": "log",
                                                   "principal": args.principal})
@@ -228,6 +229,10 @@ COMMANDS: dict[str, Command] = {
         Arg("--since", "only changes since WHEN: 30m, 12h, 7d, today, or a date/time "
             "such as 2026-12-01 or 2026-12-01T09:30"),
         Arg("--limit", "at most this many, 1-10000 (default 50)", type=int),
+        Arg("--before", "only changes older than this one (a commit from an earlier log; "
+            "`more: true` there says older changes exist)", metavar="COMMIT"),
+        Arg("--session", "only changes made by this amux session (`amux sessions list`)",
+            metavar="ID"),
         Arg("--principal", "the Hub's owner only: that principal's scope"),
         run=_on_hub(_log)),
     "diff": Command(

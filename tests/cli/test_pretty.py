@@ -20,6 +20,8 @@ def test_pretty_views(memory_hub: HubProcess) -> None:
     assert code == 0 and "use pytest always" in page and "lines 1-2 of 2" in page
     code, listed, _ = amux(memory_hub.home, "memory", "--pretty", "list")
     assert code == 0 and "projects/p/a.md" in listed and "revision" in listed
+    who = amux(memory_hub.home, "memory", "log")[1]["changes"][0]["principal"]
+    assert f" {who} " in listed  # who made the document's content
     code, error, _ = amux(memory_hub.home, "memory", "--pretty", "show", "../x.md")
     assert code == 2 and "invalid_path" in str(error)
 

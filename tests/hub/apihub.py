@@ -4,6 +4,7 @@ called without a socket: what the API tests of the Hub drive."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from amux.hub.api import HubApi, Request, Response
@@ -34,7 +35,7 @@ class ApiHub:
         raw = b"" if body is None else json.dumps(body).encode()
         return self.api.handle(Request("POST", path, raw, token, binding, owner_socket))
 
-    def admin(self, path: str, body: dict[str, object]) -> Response:
+    def admin(self, path: str, body: Mapping[str, object]) -> Response:
         return self.call(path, self.owner, body, owner_socket=True)
 
     def isolate(self, on: bool) -> None:

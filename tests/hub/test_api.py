@@ -261,6 +261,87 @@ def test_self_delegation_is_durable_and_never_logged(hub: Hub, tmp_path: Path,
     assert issued["token"] not in caplog.text and hub.alice not in caplog.text
 
 
+# -- the owner's view of any scope: /v1/admin/memory and /v1/admin/scopes -----------------
+
+def test_only_the_owner_opens_scopes_over_the_owner_socket(hub: Hub) -> None:
+    delegated = hub.call("/v1/delegate", hub.owner, {}, owner_socket=True).json()["token"]
+    for path, body in (("/v1/admin/memory", {"operation": "list"}), ("/v1/admin/scopes", {})):
+        for token, owner_socket in ((hub.alice, True), (delegated, True), (hub.owner, False)):
+            refused = hub.call(path, token, body, owner_socket=owner_socket)
+            assert (refused.status, _code(refused)) == (403, "forbidden"), (path, token)
+        assert hub.admin(path, body).status == 200
+
+
+def test_the_owner_reads_and_writes_a_principals_scope_under_isolation(tmp_path: Path) -> None:
+    hub = Hub(tmp_path, history=InMemory())
+    hub.isolate(True)
+    alices = resolve_scope(Identity("alice"), isolation=True).binding
+    put = hub.call("/v1/memory/upsert", hub.alice, {"path": "plans.md", "content": "mine\n",
+                                                    "expected_revision": "absent"}).json()
+    listed = hub.admin("/v1/admin/memory", {"operation": "list", "principal": "alice"}).json()
+    assert [(d["path"], d["changed"]["principal"]) for d in listed["documents"]] == [
+        ("plans.md", "alice")]
+    assert hub.admin("/v1/admin/memory", {"operation": "list"}).json()["documents"] == []
+    fixed = hub.admin("/v1/admin/memory", {
+        "operation": "upsert", "binding": alices, "path": "plans.md", "content": "fixed\n",
+        "expected_revision": put["revision"]})
+    assert fixed.status == 200, fixed.json()
+    assert hub.call("/v1/memory/get", hub.alice, {"path": "plans.md"}).json()["content"] == \
+        "fixed\n"
+    hub.registry.alias("alice", "alice-unix")  # a principal is named as everywhere else
+    log = hub.admin("/v1/admin/memory", {"operation": "log", "principal": "alice-unix",
+                                         "limit": 1}).json()
+    assert log["changes"][0]["principal"] == "owner" and log["more"] is True  # as the owner
+    found = hub.admin("/v1/admin/memory", {"operation": "search", "query": "fixed",
+                                           "principal": "bob"}).json()
+    assert found["results"] == []  # bob's scope is its own
+    for body, message in (
+            ({"operation": "list", "principal": "alice", "binding": alices}, "not both"),
+            ({"operation": "list", "principal": "nobody"}, "no principal or alias"),
+            ({"operation": "list", "binding": "principal:alice"}, "binding"),
+            ({"operation": "list", "content": "x"}, "list does not take content"),
+            ({"operation": "upsert", "path": "a.md"}, "upsert needs content, expected_revision"),
+            ({"operation": "get", "path": "a.md", "action": "log"}, "get does not take action")):
+        refused = hub.admin("/v1/admin/memory", body)
+        assert _code(refused) == "invalid_argument", body
+        assert message in refused.json()["error"]["message"], refused.json()
+
+
+def test_the_owner_opens_memory_while_it_is_off_for_everyone_else(hub: Hub) -> None:
+    hub.admin("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "false"})
+    for token, path, body in ((hub.owner, "/v1/memory/list", {}),
+                              (hub.alice, "/v1/memory/get", {"path": "a.md"})):
+        refused = hub.call(path, token, body, owner_socket=True)
+        assert (refused.status, _code(refused)) == (503, "memory_disabled")
+    written = hub.admin("/v1/admin/memory", {"operation": "upsert", "path": "a.md",
+                                             "content": "kept\n", "expected_revision": "absent"})
+    assert written.status == 200, written.json()
+    got = hub.admin("/v1/admin/memory", {"operation": "get", "path": "a.md"}).json()
+    assert got["content"] == "kept\n"
+    listed = hub.admin("/v1/admin/memory", {"operation": "list"}).json()["documents"]
+    assert [(d["path"], d["changed"]) for d in listed] == [("a.md", None)]  # no history here
+
+
+def test_the_owner_lists_the_scopes_it_may_open(hub: Hub) -> None:
+    assert hub.admin("/v1/admin/scopes", {}).json() == {
+        "isolation": False, "scopes": [{"binding": "global", "principal": None,
+                                        "exists": False}]}
+    hub.registry.add("aaron")  # before "owner" by name: the owner still comes first
+    hub.isolate(True)
+    hub.call("/v1/memory/upsert", hub.bob, {"path": "a.md", "content": "x\n",
+                                            "expected_revision": "absent"})
+
+    def scope(name: str, exists: bool = False) -> dict[str, object]:
+        return {"binding": resolve_scope(Identity(name), isolation=True).binding,
+                "principal": name, "exists": exists}
+
+    assert hub.admin("/v1/admin/scopes", {}).json() == {"isolation": True, "scopes": [
+        {"binding": "global", "principal": None, "exists": False}, scope("owner"),
+        scope("aaron"), scope("alice"), scope("bob", exists=True)]}
+    refused = hub.admin("/v1/admin/scopes", {"isolation": True})
+    assert _code(refused) == "invalid_argument"
+
+
 # -- dispatch: one table carries each operation's fields and handler ---------------------------
 
 
@@ -277,7 +358,9 @@ def test_each_memory_operation_is_answered_by_its_own_row(hub: Hub,
         body = {field: "absent" if "revision" in field else "a.md" for field in row.required}
         assert hub.call(f"/v1/memory/{name}", hub.alice, body).status == 200, name
         assert ran[-1] == name
-    assert ran == list(api_module.MEMORY_OPERATIONS)
+        assert hub.admin("/v1/admin/memory", {"operation": name, **body}).status == 200, name
+        assert ran[-1] == name
+    assert ran == [name for name in api_module.MEMORY_OPERATIONS for _ in range(2)]
 
 
 def test_an_operation_without_a_handler_cannot_be_added_and_unknown_ones_delete_nothing(
@@ -294,6 +377,14 @@ def test_an_operation_without_a_handler_cannot_be_added_and_unknown_ones_delete_
                            {"path": "a.md", "expected_revision": put["revision"]})
         assert _code(refused) == "invalid_argument", name
         assert "unknown memory operation" in refused.json()["error"]["message"]
+        by_owner = hub.admin("/v1/admin/memory", {"operation": name, "path": "a.md",
+                                                  "expected_revision": put["revision"]})
+        assert by_owner.json() == refused.json(), name  # the same refusal, in one place
+    for operation in (None, 7, ["forget"]):
+        refused = hub.admin("/v1/admin/memory", {"operation": operation, "path": "a.md",
+                                                 "expected_revision": put["revision"]})
+        assert "unknown memory operation" in refused.json()["error"]["message"], operation
+    assert _code(hub.admin("/v1/admin/memory", {"path": "a.md"})) == "invalid_argument"
     assert hub.call("/v1/memory/get", hub.alice, {"path": "a.md"}).json()["content"] == "kept\n"
 
 

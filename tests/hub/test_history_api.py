@@ -9,6 +9,7 @@ import signal
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 
@@ -65,6 +66,53 @@ def test_a_launched_agents_changes_name_the_agent_and_its_session(api: Hub) -> N
         assert refused.status == 400 and refused.json()["error"]["code"] == "invalid_argument"
 
 
+def test_one_sessions_changes_page_by_page_and_who_made_each_document(api: Hub) -> None:
+    """What the local page asks: `session` keeps one amux session's changes, `before` (a
+    page's last commit) gives the next page until `more` is false, the owner's
+    admin/history log takes both, and list names who made each document's content."""
+    other = "20261202-111500-fedcba"
+    tokens = {session: str(api.ok("/v1/delegate", api.alice, {
+        "agent": "claude", "session": session})["token"]) for session in (SESSION, other)}
+    revision = "absent"
+    for n in range(7):
+        revision = write(api, tokens[SESSION if n % 2 else other], "MEMORY.md", f"{n}\n",
+                         revision)
+    ours = [c["commit"] for c in api.log(api.alice, limit=100) if c["session"] == SESSION]
+    assert len(ours) == 3
+    seen: list[object] = []
+    body: dict[str, object] = {"session": SESSION, "limit": 2}
+    while True:
+        page = api.ok("/v1/memory/log", api.alice, body)
+        assert isinstance(page["changes"], list)
+        seen += [c["commit"] for c in page["changes"]]
+        if not page["more"]:
+            break
+        body["before"] = seen[-1]
+    assert seen == ours
+    owner = api.admin("/v1/admin/history", {"action": "log", "principal": "alice",
+                                            "session": SESSION, "before": ours[0]}).json()
+    assert [c["commit"] for c in owner["changes"]] == ours[1:] and owner["more"] is False
+    newest = api.log(api.alice, limit=1)[0]
+    assert api.ok("/v1/memory/list", api.alice, {})["documents"] == [{
+        "path": "MEMORY.md", "bytes": 2, "revision": revision, "modified_at": ANY,
+        "changed": {"at": newest["at"], "operation": "update", "principal": "alice",
+                    "agent": "claude", "session": other}}]
+
+
+def test_log_says_what_is_wrong_with_a_before_or_session(api: Hub) -> None:
+    write(api, api.alice, "a.md", "x\n")
+    cases = (({"before": "HEAD"}, 400, "invalid_argument", "before must be the commit"),
+             ({"before": "0" * 40}, 404, "not_found", f"has no change {'0' * 40}"),
+             ({"session": "../x"}, 400, "invalid_argument", "session must be 1-64 of"),
+             ({"session": 7}, 400, "invalid_argument", "session must be 1-64 of"))
+    for body, status, code, message in cases:
+        for answer in (api.call("/v1/memory/log", api.alice, body),
+                       api.admin("/v1/admin/history", {"action": "log", **body})):
+            error = answer.json()["error"]
+            assert (answer.status, error["code"]) == (status, code), body
+            assert message in error["message"], error
+
+
 def test_diff_show_and_restore_undo_a_bad_write(api: Hub) -> None:
     good = write(api, api.alice, "MEMORY.md", "- prefer pytest\n- tabs: never\n")
     bad = write(api, api.alice, "MEMORY.md", "- prefer unittest\n- tabs: never\n", good)
@@ -108,6 +156,17 @@ def test_the_cli_shows_the_log_a_diff_and_restores(memory_hub: HubProcess) -> No
                   stdin="- prefer unittest\n")[1]["revision"]
     code, log, _ = amux(home, "memory", "log", "MEMORY.md", "--since", "1h")
     assert code == 0 and [c["revision"] for c in log["changes"]] == [second, first]
+    assert log["more"] is False
+    code, page, _ = amux(home, "memory", "log", "--limit", "1")
+    assert code == 0 and page["more"] is True
+    code, older, _ = amux(home, "memory", "log", "--before", page["changes"][0]["commit"])
+    assert code == 0 and older == {"changes": log["changes"][1:], "more": False}
+    code, table, _ = amux(home, "memory", "log", "--limit", "1", "--pretty")
+    assert f"older changes exist: --before {page['changes'][0]['commit']}" in table
+    code, none, _ = amux(home, "memory", "log", "--session", "20261202-101500-abcdef")
+    assert code == 0 and none == {"changes": [], "more": False}  # the owner's own writes
+    code, _, err = amux(home, "memory", "log", "--session", "../x")
+    assert code == 2 and "session must be 1-64 of" in err
     code, diff, _ = amux(home, "memory", "diff", "MEMORY.md")
     assert code == 0 and "-- prefer pytest\n+- prefer unittest\n" in diff
     code, shown, _ = amux(home, "memory", "show", "MEMORY.md", "--revision", first)

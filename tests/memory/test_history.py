@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from amux.errors import NotFound, RevisionConflict, SecretDetected
+from amux.errors import InvalidArgument, NotFound, RevisionConflict, SecretDetected
 from amux.memory import GLOBAL, Scope, Store
 from amux.memory.history import History
 from amux.memory.revision import ABSENT, revision_of
@@ -121,6 +121,81 @@ def test_log_filters_by_path_time_and_limit(kept: Store) -> None:
     assert changes(kept, since=4_000_000_000) == []
     with pytest.raises(NotFound):
         kept.version(GLOBAL, "a.md", revision_of(b"never\n"))
+
+
+def test_log_pages_through_every_change_once_and_by_session(kept: Store) -> None:
+    """`before` (the last commit of a page) gives the next page, newest first, until
+    `more` is false; `session` keeps one amux session's changes, and pages the same way."""
+    one, two = Author("alice", "claude", "s-one"), Author("alice", "codex", "s-two")
+    revisions: dict[str, str] = {}
+    for n in range(23):
+        path = f"notes/{n % 4}.md"
+        revisions[path] = kept.upsert(GLOBAL, path, f"{n}\n", revisions.get(path, ABSENT),
+                                      two if n % 3 == 0 else one)["revision"]
+    whole = changes(kept, limit=100)
+    assert len(whole) == 23 and len({c["commit"] for c in whole}) == 23
+    paged: list[dict[str, object]] = []
+    before = None
+    while True:
+        page = kept.log(GLOBAL, limit=5, before=before)
+        paged += page["changes"]
+        if not page["more"]:
+            break
+        before = page["changes"][-1]["commit"]
+    assert paged == whole and len(paged) == 23
+    assert kept.log(GLOBAL, limit=23)["more"] is False
+    assert kept.log(GLOBAL, limit=22)["more"] is True
+    assert kept.log(GLOBAL, before=whole[-1]["commit"]) == {"changes": [], "more": False}
+    by_two = [c for c in whole if c["session"] == "s-two"]
+    assert len(by_two) == 8 and all(c["agent"] == "codex" for c in by_two)
+    first = kept.log(GLOBAL, session="s-two", limit=3)
+    assert first == {"changes": by_two[:3], "more": True}
+    assert kept.log(GLOBAL, session="s-two", before=first["changes"][-1]["commit"]) == {
+        "changes": by_two[3:], "more": False}
+    assert kept.log(GLOBAL, path="notes/0.md", session="s-two")["changes"] == [
+        c for c in by_two if c["path"] == "notes/0.md"]
+    assert kept.log(GLOBAL, session="s-three") == {"changes": [], "more": False}
+
+
+def test_log_refuses_a_before_or_session_it_cannot_use(kept: Store) -> None:
+    kept.upsert(GLOBAL, "a.md", "x\n", ABSENT, ALICE)
+    alice = Scope("principal:" + "a" * 64, ("users", "a" * 64))
+    kept.upsert(alice, "b.md", "y\n", ABSENT, ALICE)
+    elsewhere = str(changes(kept, alice)[0]["commit"])
+    for bad in ("HEAD", "a" * 39, "A" * 40, "g" * 40, 7, ["a" * 40]):
+        with pytest.raises(InvalidArgument, match="before must be the commit"):
+            kept.log(GLOBAL, before=bad)
+    for missing in ("0" * 40, elsewhere):  # no such change, or another scope's
+        with pytest.raises(NotFound, match=f"the history of global has no change {missing}"):
+            kept.log(GLOBAL, before=missing)
+    for bad in ("", "../x", "a" * 65, "-x", 3):
+        with pytest.raises(InvalidArgument, match="session must be 1-64 of"):
+            kept.log(GLOBAL, session=bad)
+
+
+def test_list_names_the_change_that_made_each_documents_content(kept: Store, home: Path,
+                                                                tmp_path: Path) -> None:
+    """`changed`: the newest change of the path when it made the content on disk; null for
+    content history has not seen (a new file or an edit by hand), and without history."""
+    kept.upsert(GLOBAL, "a.md", "agent's\n", ABSENT, ALICE)
+    kept.upsert(GLOBAL, "b.md", "bob's\n", ABSENT, Author("bob"))
+    first = kept.upsert(GLOBAL, "c.md", "one\n", ABSENT, ALICE)["revision"]
+    kept.forget(GLOBAL, "c.md", first, Author("bob"))
+    kept.upsert(GLOBAL, "c.md", kept.version(GLOBAL, "c.md", first), ABSENT, Author("bob"),
+                operation="restore")
+    (home / "memory" / "global" / "b.md").write_text("edited by hand\n")
+    (home / "memory" / "global" / "new.md").write_text("made by hand\n")
+    log = {c["path"]: c for c in reversed(changes(kept))}  # each path's newest
+    listed = {d["path"]: d["changed"] for d in kept.list(GLOBAL)["documents"]}
+    assert listed == {
+        "a.md": {"at": log["a.md"]["at"], "operation": "create", "principal": "alice",
+                 "agent": "claude", "session": ALICE.session},
+        "b.md": None, "new.md": None,
+        "c.md": {"at": log["c.md"]["at"], "operation": "restore", "principal": "bob",
+                 "agent": None, "session": None}}
+    with Store(tmp_path / "plain") as plain:
+        plain.upsert(GLOBAL, "a.md", "x\n", ABSENT, ALICE)
+        assert plain.list(GLOBAL)["documents"][0]["changed"] is None
 
 
 def test_scopes_have_separate_histories(kept: Store, home: Path) -> None:
