@@ -15,8 +15,7 @@ import os
 import sys
 
 from amux.client.args import Arg, Command, Parser, UsageError
-from amux.client.connection import find_connection
-from amux.client.transport import HubClient
+from amux.client.transport import HubClient, hub_client
 from amux.encoding import encode
 from amux.errors import AmuxError, InvalidArgument, NotFound, NotUtf8
 
@@ -65,27 +64,10 @@ def _export(client: HubClient, args: Any) -> bytes:
     return whole[0].encode("utf-8")
 
 
-def _hub(start_hub: StartHub | None) -> HubClient:
-    """A client of the Hub this process uses. With `start_hub`, the local default's Hub is
-    started on demand, only once the request finds nothing answering: a running Hub (the
-    common case) costs no check and no import of the code that starts one."""
-    try:
-        connection = find_connection()
-        client = HubClient(connection)
-        if start_hub is not None and connection.is_local_default:
-            client.connect()
-        return client
-    except AmuxError as error:
-        if start_hub is None or error.code != "hub_unreachable":
-            raise
-    start_hub()
-    return HubClient(find_connection())
-
-
 def _on_hub(handler: Callable[[HubClient, Any], Any]) -> Handler:
     """`handler(client, args)` run with a client of the Hub this process uses."""
     def run(args: Any, start_hub: StartHub | None) -> Any:
-        with _hub(start_hub) as client:
+        with hub_client(start_hub) as client:
             return handler(client, args)
     return run
 

@@ -16,12 +16,13 @@ import _socket
 import json
 import sys
 
-from amux.client.connection import Connection
+from amux.client.connection import Connection, find_connection
 from amux.encoding import encode
 from amux.errors import AmuxError, HubUnreachable, InternalError, from_wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 TIMEOUT_SECONDS = 30.0
@@ -268,3 +269,21 @@ def _user(uid: int) -> str:
         return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
     except KeyError:
         return f"uid {uid}"
+
+
+def hub_client(start_hub: Callable[[], object] | None = None) -> HubClient:
+    """A client of the Hub this process uses (`find_connection`). With `start_hub`, the
+    local default's Hub is started on demand, only once nothing answers its socket: a
+    running Hub (the common case) costs one connect and no import of the code that
+    starts one. A configured Hub (AMUX_MEMORY_CONFIG, AMUX_HUB) is never started."""
+    try:
+        connection = find_connection()
+        client = HubClient(connection)
+        if start_hub is not None and connection.is_local_default:
+            client.connect()
+        return client
+    except AmuxError as error:
+        if start_hub is None or error.code != "hub_unreachable":
+            raise
+    start_hub()
+    return HubClient(find_connection())

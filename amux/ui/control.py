@@ -120,10 +120,12 @@ def serve(home: Path, port: int | None, announce: Any = None) -> None:
     """Serve the page until SIGTERM or SIGINT, as this user, through this user's Hub
     connection; `announce(record)` once it answers."""
     from amux.client.connection import find_connection
+    from amux.hub import control
     from amux.ui.page import Page
     from amux.ui.server import PageServer, new_key
 
-    server = PageServer(Page(find_connection()), new_key(), port or 0)
+    find_connection()  # no connection at all: say so now, not on the first request
+    server = PageServer(Page(lambda: control.start(home)), new_key(), port or 0)
     me = pidfile.identify(os.getpid())
     assert me is not None  # this very process
     record = {"pid": os.getpid(), "started": me.started, "port": server.port,

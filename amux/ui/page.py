@@ -1,7 +1,8 @@
 """What the page may ask, by table: each operation's fields and the Hub calls that answer it.
 
 The page acts as the user who started `amux ui`, through the Hub, with that user's own
-connection (the local default, or AMUX_MEMORY_CONFIG / AMUX_HUB): never with more. The
+connection (the local default, or AMUX_MEMORY_CONFIG / AMUX_HUB as the page's process
+found them): never with more. The
 Hub's owner reaches every scope through the owner-only `/v1/admin/*` endpoints; any other
 principal reaches its own scope only, through `/v1/memory/*`, and the Hub refuses the rest.
 """
@@ -12,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from amux.client.connection import Connection
-from amux.client.transport import HubClient
+from amux.client.read import read_pages
+from amux.client.transport import hub_client
 from amux.errors import Forbidden, InvalidArgument
 from amux.ui import render
 
@@ -29,15 +30,18 @@ WAIT_POLL_SECONDS = 0.5
 class Page:
     """The page's view of the Hub for one user: whose it is, and one call per request."""
 
-    def __init__(self, connection: Connection, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, start_hub: Callable[[], object] | None = None,
+                 clock: Callable[[], float] = time.monotonic,
                  wait_seconds: float = WAIT_SECONDS) -> None:
-        self.connection = connection
+        self._start_hub = start_hub
         self._owner: bool | None = None
         self._clock = clock
         self._wait_seconds = wait_seconds
 
     def hub(self, path: str, body: dict[str, Any]) -> Any:
-        with HubClient(self.connection) as client:
+        """One Hub call, over the user's own connection (`hub_client`: the local default's
+        Hub is started again if it stopped, as `amux memory` does)."""
+        with hub_client(self._start_hub) as client:
             return client.call(path, body)
 
     @property
@@ -59,16 +63,13 @@ class Page:
         return self.hub(f"/v1/memory/{operation}", body)
 
     def read(self, scope: str | None, path: str) -> dict[str, Any]:
-        """A whole document (every page of `get`), or `{"exists": false}`."""
-        first = self.memory(scope, "get", {"path": path})
-        if not first["exists"]:
+        """A whole document (every page of `get`, one version), or `{"exists": false}`."""
+        found = read_pages(lambda body: self.memory(scope, "get", body), path)
+        if found is None:
             return {"path": path, "exists": False}
-        content, answer = [first["content"]], first
-        while answer["truncated"]:
-            answer = self.memory(scope, "get", {"path": path, "offset": answer["next_offset"]})
-            content.append(answer["content"])
+        content, first = found
         return {key: first[key] for key in ("path", "exists", "revision", "modified_at",
-                                             "stale_note")} | {"content": "".join(content)}
+                                             "stale_note")} | {"content": content}
 
     def wait(self, scope: str | None, after: str | None) -> dict[str, Any]:
         """The scope's newest change once it is not `after`; `after` itself when nothing

@@ -87,6 +87,8 @@ class PageServer(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: PageServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # an answer is one write: no 40 ms delayed-ACK stall
+    wbufsize = 64 * 1024  # head and body leave together (flushed after each request)
     timeout = IDLE_SECONDS
     server_version = "amux-ui"
     sys_version = ""

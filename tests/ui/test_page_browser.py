@@ -294,3 +294,31 @@ def test_without_the_key_the_page_shows_nothing(page_hub: HubProcess, ui: PageCl
     page.goto(f"{ui.origin}/?view=doc&path=private.md")
     expect(page.locator("main")).to_contain_text("unauthenticated")
     expect(page.locator("main")).not_to_contain_text("the user's own note")
+
+
+def test_erasing_history_names_exactly_what_goes(page_hub: HubProcess, ui: PageClient,
+                                                 browser_page: Any) -> None:
+    """The owner erases one past version (a secret typed by mistake), then every past
+    version; each confirmation names exactly what is erased, and the current stays."""
+    leaked = write(page_hub, "ops.md", "token: hunter2-typed-by-hand\n")
+    write(page_hub, "ops.md", "token: in the vault\n")
+    current = write(page_hub, "ops.md", "tokens live in the vault\n")
+    page = browser_page
+    open_page(page, ui, f"view=version&path=ops.md&revision={leaked}")
+    page.get_by_role("button", name="Erase this version…").click()
+    dialog = page.locator("dialog#confirm")
+    expect(dialog).to_contain_text(f"Erase version {leaked[:12]} of ops.md from history? "
+                                   "Only this version is erased")
+    dialog.get_by_role("button", name="Confirm").click()
+    expect(page.locator("section.timeline tbody tr")).to_have_count(2)
+    _, log = page_hub.call("/v1/memory/log", {"path": "ops.md"})
+    assert leaked not in [change["revision"] for change in log["changes"]]
+    page.get_by_role("button", name="Erase past versions…").click()
+    expect(dialog).to_contain_text(f"every version of ops.md except its current content "
+                                   f"(revision {current[:12]})")
+    dialog.get_by_role("button", name="Confirm").click()
+    expect(page.locator("#notice")).to_contain_text("Erased 1 past version(s) of ops.md.")
+    _, log = page_hub.call("/v1/memory/log", {"path": "ops.md"})
+    assert [change["revision"] for change in log["changes"]] == [current]
+    assert content_of(page_hub, "ops.md") == "tokens live in the vault\n"
+    assert page.errors == []

@@ -152,3 +152,84 @@ def test_a_record_others_could_read_is_refused(page_hub: HubProcess,
     os.chmod(record, 0o644)
     code, _, err = amux(page_hub.home, "ui", "status")
     assert code == 5 and "private" in err
+
+
+def _principal_connection(hub: HubProcess, name: str, where: Path) -> Path:
+    """A connection config for principal `name` (0600), as its owner would hand it over."""
+    _, issued = hub.call("/v1/admin/principals", {"action": "add", "name": name})
+    config = where / f"{name}.json"
+    config.write_text(json.dumps({"version": 1, "hub": f"unix:{hub.socket_path}",
+                                  "token": issued["token"]}))
+    config.chmod(0o600)
+    return config
+
+
+def test_the_owner_sees_every_scope_and_a_principal_only_its_own(
+        page_hub: HubProcess, tmp_path: Path) -> None:
+    page_hub.call("/v1/admin/config", {"action": "set", "key": "isolation.enabled",
+                                       "value": "true"})
+    config = _principal_connection(page_hub, "alice", tmp_path)
+    alice_home = tmp_path / "alice-amux"
+    env = {"AMUX_MEMORY_CONFIG": str(config)}
+    code, started, err = amux(alice_home, "ui", "--no-open", "--json", env=env)
+    assert code == 0, err
+    try:
+        alice = PageClient(started)
+        status, written = alice.api("save", {"path": "mine.md", "content": "alice's\n",
+                                             "expected_revision": "absent"})
+        assert status == 200, written
+        status, me = alice.api("me")
+        assert status == 200 and me["owner"] is False
+        assert [scope["principal"] for scope in me["scopes"]] == ["alice"]
+        own = me["scopes"][0]["binding"]
+        # Another scope named: the Hub refuses, the page adds nothing.
+        status, refused = alice.api("list", {"scope": "global"})
+        assert status == 200 and [d["path"] for d in refused["documents"]] == ["mine.md"]
+        status, refused = alice.api("purge", {"path": "mine.md"})
+        assert status == 403, refused
+        status, refused = alice.api("switch", {"enabled": False})
+        assert status == 403, refused
+    finally:
+        amux(alice_home, "ui", "stop", env=env)
+    code, owner_started, err = amux(page_hub.home, "ui", "--no-open", "--json")
+    assert code == 0, err
+    try:
+        owner = PageClient(owner_started)
+        status, me = owner.api("me")
+        assert status == 200 and me["owner"] is True
+        bindings = [scope["binding"] for scope in me["scopes"]]
+        assert bindings[0] == "global" and own in bindings
+        status, listing = owner.api("list", {"scope": own})
+        assert [d["path"] for d in listing["documents"]] == ["mine.md"]
+        status, document = owner.api("read", {"scope": own, "path": "mine.md"})
+        assert document["content"] == "alice's\n"
+    finally:
+        amux(page_hub.home, "ui", "stop")
+
+
+def test_a_killed_hub_is_started_again_by_the_next_request(page_hub: HubProcess,
+                                                            ui: PageClient) -> None:
+    """The local default Hub, killed: the page starts it again, as `amux memory` does."""
+    page_hub.process.kill()
+    page_hub.process.wait(timeout=20)
+    try:
+        status, answer = ui.api("list")
+        assert status == 200, answer
+        code, hub_status, _ = amux(page_hub.home, "hub", "status")
+        assert hub_status["running"] is True
+    finally:
+        amux(page_hub.home, "hub", "stop")
+
+
+def test_a_configured_hub_that_is_gone_is_said_not_started(
+        page_hub: HubProcess, tmp_path: Path) -> None:
+    config = _principal_connection(page_hub, "bob", tmp_path)
+    env = {"AMUX_MEMORY_CONFIG": str(config)}
+    code, started, err = amux(tmp_path / "bob-amux", "ui", "--no-open", "--json", env=env)
+    assert code == 0, err
+    try:
+        page_hub.stop()
+        status, answer = PageClient(started).api("list")
+        assert status == 502 and answer["error"]["code"] == "hub_unreachable", answer
+    finally:
+        amux(tmp_path / "bob-amux", "ui", "stop", env=env)

@@ -417,14 +417,15 @@ async function viewHistory(p) {
   });
   const purge = state.me && state.me.owner ? h("button", { type: "button", class: "danger",
     onclick: async () => {
-      const ok = await confirmAction("Erase every past version of " + p.path + " from "
-        + "history? Its current content stays; nothing else is touched. This cannot be "
-        + "undone.");
+      const current = await api("read", { scope: state.scope, path: p.path });
+      const ok = await confirmAction("Erase from history every version of " + p.path
+        + (current.exists ? " except its current content (revision "
+          + short(current.revision) + ")" : " (it does not exist now)")
+        + "? No other document is touched. This cannot be undone.");
       if (!ok) return;
       try {
         const done = await api("purge", { scope: state.scope, path: p.path });
-        notice("Erased " + (done.purged ? done.purged.length : 0) + " past version(s) of "
-          + p.path + ".");
+        notice("Erased " + done.purged + " past version(s) of " + p.path + ".");
       } catch (error) { notice(error.message); return; }
       show();
     } }, "Erase past versions…") : null;
@@ -455,7 +456,8 @@ async function viewVersion(p) {
   const purge = state.me && state.me.owner && !isCurrent ? h("button", { type: "button",
     class: "danger", onclick: async () => {
       const ok = await confirmAction("Erase version " + short(p.revision) + " of " + p.path
-        + " from history? Only this version is erased; this cannot be undone.");
+        + " from history? Only this version is erased, nothing else; this cannot be "
+        + "undone.");
       if (!ok) return;
       try {
         await api("purge", { scope: state.scope, path: p.path, revision: p.revision });
@@ -483,7 +485,7 @@ async function viewDiff(p) {
   const lines = diff.diff.split("\n").map((line) => h("span", { class:
     line.startsWith("+++") || line.startsWith("---") ? "file"
       : line.startsWith("@@") ? "hunk" : line.startsWith("+") ? "added"
-        : line.startsWith("-") ? "removed" : "same" }, line + "\n"));
+        : line.startsWith("-") ? "removed" : "same" }, line || " "));
   return h("section", { class: "diff-view" },
     h("h2", {}, "Diff of " + p.path),
     h("p", { class: "meta" }, h("code", {}, short(diff.from_revision)), " → ",
