@@ -255,7 +255,8 @@ class Store:
                               wanted)
         if changes is None:
             raise NotFound(f"the history of {scope.binding} has no change {before} (a purge "
-                           "or retention rewrites the commits): log again from the newest")
+                           "or retention gives later changes new commits): log again from "
+                           "the newest")
         return {"changes": changes[:count], "more": len(changes) > count}
 
     def version(self, scope: Scope, path: str, revision: object) -> bytes:
