@@ -234,8 +234,8 @@ class Store:
     # -- history (docs/store.md "History") ---------------------------------------------
 
     def log(self, scope: Scope, path: object = None, since: object = None,
-            limit: object = None, before: object = None, session: object = None) -> (
-            dict[str, Any]):
+            limit: object = None, before: object = None,
+            session: object = None) -> dict[str, Any]:
         """The scope's changes, newest first (`amux memory log`): of `path`, from `since`
         on, older than the change `before` (a `commit` of an earlier answer: the next
         page), made by amux session `session`; `more` says older ones match too."""
