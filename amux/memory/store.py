@@ -234,8 +234,8 @@ class Store:
     # -- history (docs/store.md "History") ---------------------------------------------
 
     def log(self, scope: Scope, path: object = None, since: object = None,
-            limit: object = None, before: object = None, session: object = None) -> (
-            dict[str, Any]):
+            limit: object = None, before: object = None,
+            session: object = None) -> dict[str, Any]:
         """The scope's changes, newest first (`amux memory log`): of `path`, from `since`
         on, older than the change `before` (a `commit` of an earlier answer: the next
         page), made by amux session `session`; `more` says older ones match too."""
@@ -255,7 +255,8 @@ class Store:
                               wanted)
         if changes is None:
             raise NotFound(f"the history of {scope.binding} has no change {before} (a purge "
-                           "or retention rewrites the commits): log again from the newest")
+                           "or retention gives later changes new commits): log again from "
+                           "the newest")
         return {"changes": changes[:count], "more": len(changes) > count}
 
     def version(self, scope: Scope, path: str, revision: object) -> bytes:
