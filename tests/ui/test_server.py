@@ -215,7 +215,7 @@ def test_a_killed_hub_is_started_again_by_the_next_request(page_hub: HubProcess,
     try:
         status, answer = ui.api("list")
         assert status == 200, answer
-        code, hub_status, _ = amux(page_hub.home, "hub", "status")
+        _, hub_status, _ = amux(page_hub.home, "hub", "status")
         assert hub_status["running"] is True
     finally:
         amux(page_hub.home, "hub", "stop")

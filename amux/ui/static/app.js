@@ -587,13 +587,21 @@ async function watch() {
   const mark = document.getElementById("live");
   const run = ++state.live;
   let after = null;
+  let last = null;
   let first = true;
+  // A purge rewrites history (new commit ids, the same changes): only a change not seen
+  // before is news.
+  const same = (a, b) => a && b && ["at", "path", "operation", "revision"].every(
+    (name) => a[name] === b[name]);
   while (run === state.live) {
     try {
       const seen = await api("wait", { scope: state.scope, after: first ? "-" : after });
       mark.className = "on";
-      if (!first && seen.head !== after && seen.change) changed(seen.change);
+      if (!first && seen.head !== after && seen.change && !same(seen.change, last)) {
+        changed(seen.change);
+      }
       after = seen.head;
+      last = seen.change;
       first = false;
     } catch (error) {
       mark.className = "off";
