@@ -72,8 +72,9 @@ def _open(home: Path, address: str) -> bool:
     import webbrowser
 
     from amux.durable import write_file_atomic
+    from amux.ui.control import forward_path
 
-    forward = home / "run" / "ui-open.html"
+    forward = forward_path(home)
     target = html.escape(address, quote=True)
     write_file_atomic(forward, (
         f'<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" '

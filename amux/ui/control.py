@@ -33,6 +33,11 @@ def record_path(home: Path) -> Path:
     return home / "run" / "ui.json"
 
 
+def forward_path(home: Path) -> Path:
+    """The 0600 file a browser is opened on: it forwards to the address (`amux ui`)."""
+    return home / "run" / "ui-open.html"
+
+
 def log_path(home: Path) -> Path:
     return home / "run" / "ui.log"
 
@@ -146,6 +151,7 @@ def serve(home: Path, port: int | None, announce: Any = None) -> None:
         with contextlib.suppress(FileNotFoundError, OSError, ValueError):
             if json.loads(record_path(home).read_bytes()).get("pid") == os.getpid():
                 record_path(home).unlink()
+                forward_path(home).unlink()  # it holds the key too
 
 
 def main(argv: list[str] | None = None) -> int:
