@@ -184,6 +184,7 @@ async function show() {
   } catch (error) {
     await main(failure(error));
   }
+  document.body.dataset.drawnMs = Math.round(performance.now());
 }
 
 async function tree(p) {
@@ -203,8 +204,17 @@ async function tree(p) {
   const render = (node, depth) => {
     const items = [];
     for (const [name, folder] of node.folders) {
-      items.push(h("li", { class: "folder" }, h("details", { open: depth < 1 || small },
-        h("summary", {}, name + "/"), render(folder, depth + 1))));
+      const open = depth < 1 || small;
+      const details = h("details", { open }, h("summary", {}, name + "/"),
+        open ? render(folder, depth + 1) : null);
+      if (!open) { // a closed folder's documents are drawn when it is first opened
+        details.addEventListener("toggle", () => {
+          if (details.open && details.children.length < 2) {
+            details.append(render(folder, depth + 1));
+          }
+        });
+      }
+      items.push(h("li", { class: "folder" }, details));
     }
     for (const document of node.documents) {
       const name = document.path.split("/").pop();
