@@ -13,8 +13,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+
+from amux.errors import AmuxError
 
 DETACH = "--detach"
 """The service's flag: leave the starter before serving (`detach`)."""
@@ -33,6 +36,15 @@ def start(argv: list[str], log: Path) -> dict[str, Any]:
         line = process.stdout.readline()
     ready: dict[str, Any] = json.loads(line) if line else {}
     return ready
+
+
+def failed(prog: str, error: AmuxError, detached: bool) -> int:
+    """A service that could not start: its error's JSON as the readiness line (detached),
+    one line on stderr, and the error's exit code."""
+    if detached:
+        print(json.dumps(error.to_wire()), flush=True)
+    print(f"{prog}: {error.message}", file=sys.stderr)
+    return error.exit_code
 
 
 def detach() -> None:

@@ -108,6 +108,8 @@ def _list(client: HubClient, args: Any) -> Any:
     body = {"path_prefix": args.prefix}
     if args.limit is not None:
         body["limit"] = args.limit
+    if args.pretty:  # the table's "by" column
+        body["changed"] = True
     return client.call("/v1/memory/list", body)
 
 

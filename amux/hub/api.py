@@ -14,9 +14,10 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
     POST /v1/memory/get      {path, start_line?, end_line?, offset?}
     POST /v1/memory/upsert   {path, content, expected_revision}
     POST /v1/memory/forget   {path, expected_revision}
-    POST /v1/memory/list     {path_prefix?, limit?}  -> {documents: [{path, bytes,
-                             revision, modified_at, changed: {at, operation, principal,
-                             agent, session} | null}], truncated}     (for people)
+    POST /v1/memory/list     {path_prefix?, limit?, changed?}  -> {documents: [{path,
+                             bytes, revision, modified_at, changed?: {at, operation,
+                             principal, agent, session} | null}], truncated}  (for people;
+                             `changed: true` adds who made each current content)
     POST /v1/memory/doctor   {}  -> read-only health report of the scope (amux.memory.health)
     POST /v1/memory/log      {path?, since?, limit?, before?, session?}  -> {changes: [{at,
                              path, operation, revision, bytes, principal, agent, session,
@@ -275,7 +276,8 @@ class HubApi:
         return self.store.forget(scope, body["path"], body["expected_revision"], author)
 
     def _list(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
-        return self.store.list(scope, body.get("path_prefix"), body.get("limit"))
+        return self.store.list(scope, body.get("path_prefix"), body.get("limit"),
+                               body.get("changed", False))
 
     def _doctor(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
         return self.store.doctor(scope)
@@ -522,7 +524,8 @@ MEMORY_OPERATIONS: dict[str, MemoryOperation] = {
                               HubApi._upsert),
     "forget": MemoryOperation(frozenset({"path", "expected_revision"}), frozenset(),
                               HubApi._forget),
-    "list": MemoryOperation(frozenset(), frozenset({"path_prefix", "limit"}), HubApi._list),
+    "list": MemoryOperation(frozenset(), frozenset({"path_prefix", "limit", "changed"}),
+                            HubApi._list),
     "doctor": MemoryOperation(frozenset(), frozenset(), HubApi._doctor),
     "log": MemoryOperation(frozenset(), frozenset({"path", "since", "limit", "before", "session"}),
                            HubApi._log),

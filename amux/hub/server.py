@@ -311,10 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise
             raise fault from None
     except AmuxError as error:
-        if detach:
-            print(json.dumps(error.to_wire()), flush=True)
-        print(f"amux hub: {error.message}", file=sys.stderr)
-        return error.exit_code
+        return daemon.failed("amux hub", error, detach)
     return 0
 
 

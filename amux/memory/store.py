@@ -172,16 +172,18 @@ class Store:
         data, st = found
         return read.page(logical.text, data, st.st_mtime, self.wall_clock(), start, end, off)
 
-    def list(self, scope: Scope, path_prefix: object = None, limit: object = None) -> (
-        dict[str, Any]
-    ):
+    def list(self, scope: Scope, path_prefix: object = None, limit: object = None,
+             changed: object = False) -> dict[str, Any]:
         """Documents under a prefix in path order, for people (`amux memory list`).
 
         Bounded by `limit` (default 100, at most 1,000) and by the search walk's
-        directory-entry budget; `truncated` says more documents exist. Each document's
-        `changed` is the change in history that made its current content (None: history
-        has none, as for a hand edit it has not seen yet).
+        directory-entry budget; `truncated` says more documents exist. Asked for
+        (`changed`: a page or table for people; reads for agents never consult history),
+        each document's `changed` is the change in history that made its current content
+        (None: history has none, as for a hand edit it has not seen yet).
         """
+        if not isinstance(changed, bool):
+            raise InvalidArgument("changed must be true or false")
         prefix = _prefix(path_prefix)
         count = check_limit(limit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)
         label = "/".join(prefix)
@@ -198,6 +200,8 @@ class Store:
                 walk = fs.TreeWalk(base, label + "/" if prefix else "", SCAN_MAX_DIR_ENTRIES)
                 listing = _listing(walk, count)
         found = listing["documents"]
+        if not changed:
+            return listing
         newest = {} if self.history is None or not found else self.history.newest(
             scope, [document["path"] for document in found])
         for document in found:

@@ -171,18 +171,12 @@ def main(argv: list[str] | None = None) -> int:
             os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the starter's pipe, closed
 
     try:
-        serve(home, port, ready)
-    except OSError as error:  # the port is taken, say
-        if detached:
-            print(json.dumps(InvalidArgument(f"cannot serve on port {port}: "
-                                             f"{error.strerror}").to_wire()), flush=True)
-        print(f"amux ui: {error}", file=sys.stderr)
-        return 2
+        try:
+            serve(home, port, ready)
+        except OSError as error:  # the port is taken, say
+            raise InvalidArgument(f"cannot serve on port {port}: {error.strerror}") from None
     except AmuxError as error:
-        if detached:
-            print(json.dumps(error.to_wire()), flush=True)
-        print(f"amux ui: {error.message}", file=sys.stderr)
-        return error.exit_code
+        return daemon.failed("amux ui", error, detached)
     return 0
 
 

@@ -109,7 +109,7 @@ def _me(page: Page, body: dict[str, Any]) -> Any:
 
 
 def _list(page: Page, body: dict[str, Any]) -> Any:
-    fields = {"limit": LIST_LIMIT} | _given(body, "path_prefix")
+    fields = {"limit": LIST_LIMIT, "changed": True} | _given(body, "path_prefix")
     return page.memory(body.get("scope"), "list", fields)
 
 

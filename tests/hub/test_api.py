@@ -278,7 +278,8 @@ def test_the_owner_reads_and_writes_a_principals_scope_under_isolation(tmp_path:
     alices = resolve_scope(Identity("alice"), isolation=True).binding
     put = hub.call("/v1/memory/upsert", hub.alice, {"path": "plans.md", "content": "mine\n",
                                                     "expected_revision": "absent"}).json()
-    listed = hub.admin("/v1/admin/memory", {"operation": "list", "principal": "alice"}).json()
+    listed = hub.admin("/v1/admin/memory", {"operation": "list", "principal": "alice",
+                                            "changed": True}).json()
     assert [(d["path"], d["changed"]["principal"]) for d in listed["documents"]] == [
         ("plans.md", "alice")]
     assert hub.admin("/v1/admin/memory", {"operation": "list"}).json()["documents"] == []
@@ -318,7 +319,8 @@ def test_the_owner_opens_memory_while_it_is_off_for_everyone_else(hub: Hub) -> N
     assert written.status == 200, written.json()
     got = hub.admin("/v1/admin/memory", {"operation": "get", "path": "a.md"}).json()
     assert got["content"] == "kept\n"
-    listed = hub.admin("/v1/admin/memory", {"operation": "list"}).json()["documents"]
+    listed = hub.admin("/v1/admin/memory", {"operation": "list",
+                                            "changed": True}).json()["documents"]
     assert [(d["path"], d["changed"]) for d in listed] == [("a.md", None)]  # no history here
 
 

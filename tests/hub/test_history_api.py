@@ -94,6 +94,8 @@ def test_one_sessions_changes_page_by_page_and_who_made_each_document(api: Hub) 
     assert [c["commit"] for c in owner["changes"]] == ours[1:] and owner["more"] is False
     newest = api.log(api.alice, limit=1)[0]
     assert api.ok("/v1/memory/list", api.alice, {})["documents"] == [{
+        "path": "MEMORY.md", "bytes": 2, "revision": revision, "modified_at": ANY}]
+    assert api.ok("/v1/memory/list", api.alice, {"changed": True})["documents"] == [{
         "path": "MEMORY.md", "bytes": 2, "revision": revision, "modified_at": ANY,
         "changed": {"at": newest["at"], "operation": "update", "principal": "alice",
                     "agent": "claude", "session": other}}]

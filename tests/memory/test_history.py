@@ -186,7 +186,8 @@ def test_list_names_the_change_that_made_each_documents_content(kept: Store, hom
     (home / "memory" / "global" / "b.md").write_text("edited by hand\n")
     (home / "memory" / "global" / "new.md").write_text("made by hand\n")
     log = {c["path"]: c for c in reversed(changes(kept))}  # each path's newest
-    listed = {d["path"]: d["changed"] for d in kept.list(GLOBAL)["documents"]}
+    assert "changed" not in kept.list(GLOBAL)["documents"][0]  # reads never consult it
+    listed = {d["path"]: d["changed"] for d in kept.list(GLOBAL, changed=True)["documents"]}
     assert listed == {
         "a.md": {"at": log["a.md"]["at"], "operation": "create", "principal": "alice",
                  "agent": "claude", "session": ALICE.session},
@@ -195,7 +196,7 @@ def test_list_names_the_change_that_made_each_documents_content(kept: Store, hom
                  "agent": None, "session": None}}
     with Store(tmp_path / "plain") as plain:
         plain.upsert(GLOBAL, "a.md", "x\n", ABSENT, ALICE)
-        assert plain.list(GLOBAL)["documents"][0]["changed"] is None
+        assert plain.list(GLOBAL, changed=True)["documents"][0]["changed"] is None
 
 
 def test_scopes_have_separate_histories(kept: Store, home: Path) -> None:

@@ -233,3 +233,17 @@ def test_a_configured_hub_that_is_gone_is_said_not_started(
         assert status == 502 and answer["error"]["code"] == "hub_unreachable", answer
     finally:
         amux(tmp_path / "bob-amux", "ui", "stop", env=env)
+
+
+def test_a_taken_port_is_one_clear_line(page_hub: HubProcess) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, out, err = amux(page_hub.home, "ui", "--no-open", "--port", str(port))
+    assert code == 2
+    assert f"cannot serve on port {port}: Address already in use" in err
+    assert out["error"]["code"] == "invalid_argument"
+    assert not (page_hub.home / "run" / "ui.json").exists()
