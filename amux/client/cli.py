@@ -173,13 +173,15 @@ def _mcp(args: Any, start_hub: StartHub | None) -> bytes:
 
 COMMANDS: dict[str, Command] = {
     "search": Command(
-        "literal search over your memory scope",
+        "literal search over your memory scope; use it before answering about past work, "
+        "decisions, preferences, conventions or a repeated question",
         Arg("terms", "1-16 literal terms", nargs="+", metavar="TERM"),
         Arg("--prefix", "only documents under this folder (whole segments)"),
         Arg("--limit", "documents to return, 1-20 (default 5)", type=int),
         run=_on_hub(_search)),
     "show": Command(
-        "one bounded page of a document, or a past version of it (--revision)",
+        "one bounded page of a document (MEMORY.md once per session; the note guide "
+        ".amux/guide.md before a first save), or a past version of it (--revision)",
         Arg("path", PATH_HELP),
         Arg("--start-line", "1-based first line", type=int, default=0),
         Arg("--end-line", "1-based last line (inclusive)", type=int, default=0),
@@ -188,14 +190,15 @@ COMMANDS: dict[str, Command] = {
             "memory log`; @1: before its newest change)"),
         run=_on_hub(_show)),
     "upsert": Command(
-        "create or replace a whole document",
+        "create or replace a whole document; use it when asked to remember, when a "
+        "preference is corrected or a lesson verified (format: .amux/guide.md)",
         Arg("path", PATH_HELP),
         Arg("--expected-revision", "the revision you read, or 'absent' to create",
             required=True),
         Arg("--file", "read UTF-8 Markdown from this file (default: stdin)"),
         run=_on_hub(_upsert)),
     "forget": Command(
-        "delete one document",
+        "delete one document; use it when a memory proves wrong or stale",
         Arg("path", PATH_HELP),
         Arg("--expected-revision", "the revision you read", required=True),
         run=_on_hub(_forget)),

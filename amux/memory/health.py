@@ -69,8 +69,8 @@ ENTRY_BLOCKS_MAX = 20
 SEVERITIES = ("error", "warning", "note")
 CATEGORIES = (
     "entry_size", "entry_missing", "entry_detail", "quota", "unreadable",
-    "missing_description", "duplicate_name", "near_duplicate", "broken_link",
-    "project_id", "missing_link", "stale", "permissions", "lookalike_name",
+    "missing_description", "note_format", "duplicate_name", "near_duplicate", "broken_link",
+    "project_id", "missing_link", "relative_date", "stale", "permissions", "lookalike_name",
 )
 """Every category, in report order (within one severity)."""
 
@@ -128,6 +128,8 @@ def diagnose(collected: Collected, binding: str, now: float) -> dict[str, Any]:
     parsed = {document.path: front_matter(document.text)[0]
               for document in readable if document.text is not None}
     _check_descriptions(readable, parsed, findings)
+    _check_format(readable, parsed, findings)
+    _check_dates(readable, findings)
     _check_names(readable, parsed, findings)
     incomplete |= _check_near_duplicates(readable, findings)
     _check_links(documents, readable, parsed, findings)
@@ -268,12 +270,73 @@ def _check_descriptions(readable: list[Document], parsed: dict[str, dict[str, st
         fields = parsed[document.path]
         if fields is None:
             findings.add("missing_description", "warning", document.path,
-                         "no front matter: add `name` and a one-line `description`; "
-                         "search matches and ranks on them and readers see what it holds")
+                         "no front matter: add `name`, a one-line `description` and "
+                         "`metadata: type:` (the note guide, .amux/guide.md); search matches "
+                         "and ranks on them and readers see what it holds")
         elif not fields.get("description"):
             findings.add("missing_description", "warning", document.path,
-                         "front matter has no `description`: a one-line summary gives search "
-                         "more to match and tells a reader what the document holds")
+                         "front matter has no `description`: add one line saying what this "
+                         "holds, written for a model deciding whether it is relevant")
+
+
+NOTE_TYPES = ("user", "feedback", "project", "reference")
+"""`metadata.type` of a topic document (the note guide)."""
+_TYPE = re.compile(r"(?:^|\s)type:\s*['\"]?([\w-]+)")
+_WHY = re.compile(r"\*\*Why:?\*\*:?", re.IGNORECASE)
+_HOW = re.compile(r"\*\*How to apply:?\*\*:?", re.IGNORECASE)
+_RELATIVE_DATE = re.compile(
+    r"\b(?:yesterday|tomorrow|today|tonight|(?:last|next|this) (?:week|month|year|quarter|"
+    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday)|\d+ (?:days|weeks|months|"
+    r"years) ago|a (?:week|month|year) ago)\b", re.IGNORECASE)
+"""Words a reader months later cannot date (the note guide: dates are absolute)."""
+
+
+def _check_format(readable: list[Document], parsed: dict[str, dict[str, str] | None],
+                  findings: _Findings) -> None:
+    """The note guide's format (.amux/guide.md), for documents that have front matter: a
+    `name`, a known `metadata.type`, and Why / How to apply for feedback and project."""
+    for document in readable:
+        fields = parsed[document.path]
+        if document.is_entry or fields is None or document.text is None:
+            continue
+        missing = []  # (what to add, whether it is only worth a look)
+        if not fields.get("name"):
+            missing.append(("`name: short-kebab-case-slug` (what [[links]] name)", True))
+        declared = _TYPE.search(fields.get("metadata", ""))
+        kind = (declared.group(1) if declared else fields.get("type") or "").lower() or None
+        if kind is None:
+            missing.append(("`metadata:` with `type: user | feedback | project | reference`",
+                            True))
+        elif kind not in NOTE_TYPES:
+            missing.append((f"a `metadata.type` of user, feedback, project or reference (not "
+                            f"{kind!r})", False))
+        elif kind in ("feedback", "project"):
+            lines = [label for label, pattern in (("**Why:**", _WHY),
+                                                  ("**How to apply:**", _HOW))
+                     if not pattern.search(document.text)]
+            if lines:
+                missing.append((f"{' and '.join(lines)} lines (a {kind} note says why and "
+                                "when it applies)", False))
+        if missing:
+            severity = "note" if all(minor for _what, minor in missing) else "warning"
+            findings.add("note_format", severity, document.path,
+                         "not in the note format: add " + "; ".join(
+                             what for what, _minor in missing) +
+                         " (the note guide, .amux/guide.md)")
+
+
+def _check_dates(readable: list[Document], findings: _Findings) -> None:
+    for document in readable:
+        if document.text is None:
+            continue
+        lines = markdown.body(document.text)
+        prose = "\n".join(line for line, code in zip(lines, markdown.fenced(lines),
+                                                     strict=True) if not code)
+        found = _RELATIVE_DATE.search(prose)
+        if found:
+            findings.add("relative_date", "note", document.path,
+                         f"{found.group(0)!r} will not say when once time has passed: write "
+                         "the absolute date (YYYY-MM-DD) it meant")
 
 
 def _check_names(readable: list[Document], parsed: dict[str, dict[str, str] | None],

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from amux.errors import InvalidPath, shown
 from amux.memory.limits import PATH_MAX_BYTES, SEGMENT_MAX_BYTES
+from amux.protocol.render import GUIDE_PATH
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,9 @@ def validate_path(path: str) -> LogicalPath:
         raise InvalidPath(path, "empty path")
     if path.startswith("/"):
         raise InvalidPath(path, "absolute path; paths are relative to the memory scope")
+    if path == GUIDE_PATH:
+        raise InvalidPath(path, "amux's note guide is read-only (read it with get); save "
+                          "notes at paths of your own")
     segments = _check_segments(path, path)
     if not path.endswith(".md"):
         raise InvalidPath(path, "documents are Markdown: the path must end in '.md'")

@@ -49,6 +49,7 @@ from amux.memory.versions import (
     VersionStore,
     check_label,
 )
+from amux.protocol.render import GUIDE_PATH, guide
 
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 """A change's `commit` as log answers it (a git commit id)."""
@@ -162,7 +163,12 @@ class Store:
         end_line: object = 0,
         offset: object = None,
     ) -> dict[str, Any]:
-        """One bounded page of a document; see `amux.memory.read`."""
+        """One bounded page of a document; see `amux.memory.read`. The protocol's note
+        guide (`GUIDE_PATH`) is a read-only document of every scope."""
+        if path == GUIDE_PATH:
+            start, end, off = read.check_range(start_line, end_line, offset)
+            now = self.wall_clock()
+            return read.page(GUIDE_PATH, guide(), now, now, start, end, off)
         logical = validate_path(path)
         start, end, off = read.check_range(start_line, end_line, offset)
         with self._document_dir(scope, logical) as parent:

@@ -23,6 +23,9 @@ else:  # a name for annotations (and imports of it) only
 
 CHANNELS: tuple[Channel, ...] = ("mcp", "cli")
 MAX_CHARS = 1500
+GUIDE_PATH = ".amux/guide.md"
+"""Where an agent reads the note guide (`guide.md`): a read-only document every scope's
+`get` answers (a segment starting with `.` is never a document of the store)."""
 
 _COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)
 _WORD = re.compile(r"\{(\w+)\}")
@@ -63,3 +66,10 @@ def render(channel: Channel) -> str:
         return values[match.group(1)]
 
     return _WORD.sub(fill, template)
+
+
+@cache
+def guide() -> bytes:
+    """The note guide of this protocol version: the seed 004 format and rules, read on
+    demand (the protocol points to it), so its bytes are no per-session cost."""
+    return Path(__file__).with_name("guide.md").read_bytes()

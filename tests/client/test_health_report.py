@@ -40,6 +40,8 @@ EXPECTED = {
     ("missing_link", "reference/tools.md"),
     ("stale", "reference/old-runbook.md"),
     ("quota", "reference/large.md"),
+    ("note_format", "feedback/review.md"),
+    ("relative_date", "notes/moved.md"),
 }
 CLEAN = ("preferences/style.md", "preferences/commit-messages.md",
          "projects/github.com-acme-widget/decisions.md",
@@ -52,8 +54,8 @@ def plant(hub: HubProcess) -> Path:
     shutil.copytree(FIXTURE, scope, dirs_exist_ok=True)
     rows = "".join(f"- row {i:04d}: checksum {hashlib.sha256(str(i).encode()).hexdigest()}\n"
                    for i in range(700))
-    large = ("---\nname: large\ndescription: A generated table near the topic limit.\n---\n"
-             + rows)
+    large = ("---\nname: large\ndescription: A generated table near the topic limit.\n"
+             "metadata:\n  type: reference\n---\n" + rows)
     assert 0.8 * 65536 <= len(large.encode()) <= 65536
     (scope / "reference" / "large.md").write_text(large)
     now = time.time()
@@ -83,12 +85,16 @@ def test_every_planted_case_in_its_category_and_nothing_else(memory_hub: HubProc
     assert out["counts"] == {category: sum(1 for c, _p in EXPECTED if c == category)
                              for category in {c for c, _p in EXPECTED}}
     assert out["truncated"] is False and out["incomplete"] is False
-    assert (out["scope"], out["documents"]) == ("global", 16)
+    assert (out["scope"], out["documents"]) == ("global", 18)
     by_key = {(finding["category"], finding["path"]): finding for finding in out["findings"]}
     assert by_key[("entry_size", "MEMORY.md")]["severity"] == "error"
     assert by_key[("missing_link", "reference/tools.md")]["severity"] == "note"
     assert "[[release-checklist]]" in by_key[("missing_link", "reference/tools.md")]["message"]
     assert by_key[("stale", "reference/old-runbook.md")]["severity"] == "note"
+    review = by_key[("note_format", "feedback/review.md")]
+    assert review["severity"] == "warning"
+    assert "**Why:** and **How to apply:** lines" in review["message"]
+    assert "'last week'" in by_key[("relative_date", "notes/moved.md")]["message"]
     assert by_key[("near_duplicate", "projects/github.com-acme-widget/notes/deploy.md")][
         "related"] == ["projects/github.com-acme-widget/deploy.md"]
     assert by_key[("duplicate_name", "feedback/testing.md")]["related"] == [
@@ -105,7 +111,7 @@ def test_every_planted_case_in_its_category_and_nothing_else(memory_hub: HubProc
                           "path_bytes", "segment_bytes", "history_bytes"}
     assert 0 <= quota["history_bytes"]["used"] < quota["history_bytes"]["limit"]
     assert quota["document_bytes"]["path"] == "reference/large.md"
-    assert quota["scope_documents"]["used"] == 16
+    assert quota["scope_documents"]["used"] == 18
     assert snapshot(scope) == before  # read-only: not a byte or a timestamp changed
 
 
@@ -146,10 +152,10 @@ def test_readable_report_and_pretty(memory_hub: HubProcess) -> None:
     plant(memory_hub)
     code, text, err = amux(memory_hub.home, "memory", "doctor")
     assert code == 0, err
-    assert isinstance(text, str) and text.startswith("amux memory doctor: scope global: 16 ")
+    assert isinstance(text, str) and text.startswith("amux memory doctor: scope global: 18 ")
     for category, path in EXPECTED:
         assert f"\n{category} (" in text and f" {path}\n" in text
-    assert "Findings: 12 (1 error, 9 warnings, 2 notes)" in text
+    assert "Findings: 14 (1 error, 10 warnings, 3 notes)" in text
     assert "Quota headroom" in text and "document_bytes" in text
     code, pretty, err = amux(memory_hub.home, "memory", "--pretty", "doctor")
     assert code == 0, err

@@ -20,10 +20,14 @@ from pathlib import Path
 
 import pytest
 
+from amux.protocol.render import version
 from tests.agentlog import check_writes, listed, tree, wait_for_pid
 from tests.isolation.world import World, user_a, user_b
 from tests.mockmodel import MockModel, Text, ToolCall
 from tests.peers import npm_bin
+
+PROTOCOL = f"amux memory protocol v{version()}"
+"""How the protocol the launcher gives agents opens (its version changes)."""
 
 
 def test_an_isolated_agent_uses_memory_through_its_copy(world: World) -> None:
@@ -202,7 +206,7 @@ def test_the_real_pi_runs_isolated_against_a_scripted_model(world: World) -> Non
     [result] = model.tool_results("bash")
     assert "error" not in result.text.lower(), result.text
     assert (world.scope_dir(a) / "notes" / "pi.md").read_text() == "from pi\n"
-    assert "amux memory protocol v1 (CLI)" in model.main()[0].instructions
+    assert f"{PROTOCOL} (CLI)" in model.main()[0].instructions
 
 
 def test_the_real_gemini_runs_isolated_through_its_mirror(world: World) -> None:
@@ -224,7 +228,7 @@ def test_the_real_gemini_runs_isolated_through_its_mirror(world: World) -> None:
     [result] = model.tool_results("memory_upsert")
     assert not result.is_error, result.text
     assert (world.scope_dir(a) / "notes" / "gemini.md").read_text() == "from gemini\n"
-    assert "amux memory protocol v1" in "\n".join(model.main()[0].instruction_parts)
+    assert PROTOCOL in "\n".join(model.main()[0].instruction_parts)
     home = Path(entry.pw_dir)
     [chat] = (home / ".gemini" / "tmp").glob("*/chats/session-*.jsonl")
     assert chat.stat().st_uid == entry.pw_uid

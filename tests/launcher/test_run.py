@@ -21,11 +21,15 @@ from typing import Any
 import pytest
 
 from amux.adapters import ADAPTERS
+from amux.protocol.render import version
 from tests.agentlog import check_writes, find, listed, tree, wait_for_pid
 from tests.hostile import fill, small_tmpfs
 from tests.hubproc import HubProcess
 from tests.job import as_job
 from tests.launcher.fakeagents import Launcher, enable, sessions_cli
+
+PROTOCOL = f"amux memory protocol v{version()}"
+"""How the protocol the launcher gives agents opens (its version changes)."""
 
 
 @pytest.fixture
@@ -46,7 +50,7 @@ def test_dry_run_prints_the_plan_and_starts_nothing(hub: HubProcess,
     plan = json.loads(done.stdout)
     assert plan["channel"] == "cli" and plan["binding"] == "global"
     assert plan["argv"][0].endswith("/pi") and plan["argv"][-2:] == ["-p", "hello"]
-    assert "amux memory protocol v1 (CLI)" in plan["instructions"]
+    assert f"{PROTOCOL} (CLI)" in plan["instructions"]
     assert plan["env"] == {"AMUX_MEMORY_CONFIG": plan["run_dir"] + "/memory.json"}
     assert plan["env"]["AMUX_MEMORY_CONFIG"] in plan["files"]
     assert not launcher.log.exists() and launcher.sessions() == []
@@ -102,7 +106,7 @@ def test_a_launch_wires_memory_freezes_state_and_cleans_up(hub: HubProcess,
     state = json.loads((session / "state.json").read_text())
     assert stat.S_IMODE((session / "state.json").stat().st_mode) == 0o600
     assert state["binding"] == "global" and state["channel"] == "cli"
-    assert state["protocol"].startswith("amux memory protocol v1 (CLI)")
+    assert state["protocol"].startswith(f"{PROTOCOL} (CLI)")
     assert state["instructions"] == state["protocol"]
     assert state["agent_session"] == str(session / "pi-session.jsonl")
     assert record["argv"][:2] == ["--session", state["agent_session"]]
@@ -145,11 +149,38 @@ def test_resume_replays_the_frozen_state_even_with_memory_off(hub: HubProcess,
     first, second = launcher.records()
     prompt = [a for a in first["argv"] if a.startswith("--append-system-prompt=")]
     assert prompt == [a for a in second["argv"] if a.startswith("--append-system-prompt=")]
-    assert prompt[0].startswith("--append-system-prompt=mine\n\namux memory protocol v1")
+    assert prompt[0].startswith(f"--append-system-prompt=mine\n\n{PROTOCOL}")
     assert second["env"]["CLAUDE_CODE_DISABLE_AUTO_MEMORY"] == "1"
     session_id = first["argv"][first["argv"].index("--session-id") + 1]
     assert second["argv"][:2] == ["--resume", session_id]
     assert second["argv"][-2:] == ["-p", "two"]
+
+
+V1_PROTOCOL = (
+    "amux memory protocol v1 (MCP). Long-term memory shared across sessions: the amux MCP "
+    "tools (result_continue fetches the rest of a long result). Its paths are not local "
+    "files.\n- In a new session read the small entry MEMORY.md once (memory_get); reuse it "
+    "while in context.\n")
+"""The opening of what version 1 taught (a session bound before version 2)."""
+
+
+def test_a_session_bound_to_an_earlier_protocol_keeps_it_on_resume(
+        hub: HubProcess, launcher: Launcher) -> None:
+    enable(hub)
+    assert launcher.run("claude", "--", "-p", "one").returncode == 0
+    [session] = launcher.sessions()
+    state_file = session / "state.json"
+    frozen = json.loads(state_file.read_text())
+    current = frozen["protocol"]
+    frozen["protocol"], frozen["protocol_version"] = V1_PROTOCOL, "1"
+    frozen["instructions"] = frozen["instructions"].replace(current, V1_PROTOCOL)
+    state_file.write_text(json.dumps(frozen))
+    done = launcher.run("--resume", session.name, "--", "-p", "two")
+    assert done.returncode == 0, done.stderr
+    second = launcher.records()[1]
+    [prompt] = [a for a in second["argv"] if a.startswith("--append-system-prompt=")]
+    assert prompt == "--append-system-prompt=" + frozen["instructions"]
+    assert V1_PROTOCOL in prompt and PROTOCOL not in prompt
 
 
 def test_a_session_without_binding_never_adopts_memory(hub: HubProcess,
@@ -216,7 +247,7 @@ def test_sessions_list_and_show(hub: HubProcess, launcher: Launcher) -> None:
     shown = json.loads(subprocess.run([sys.executable, "-m", "amux", "sessions", "show",
                                        entry["id"]], capture_output=True, text=True,
                                       env=environment, timeout=60).stdout)
-    assert shown["protocol"].startswith("amux memory protocol v1 (CLI)")
+    assert shown["protocol"].startswith(f"{PROTOCOL} (CLI)")
 
 
 def test_pi_gets_its_merged_text_as_a_file_rewritten_before_every_launch(

@@ -17,7 +17,7 @@ from amux.memory import GLOBAL, Store, documents, health
 
 NOW = 1_800_000_000.0
 DAY = 86_400
-FRONT = "---\nname: {name}\ndescription: {name} in one line.\n---\n"
+FRONT = "---\nname: {name}\ndescription: {name} in one line.\nmetadata:\n  type: reference\n---\n"
 
 
 def write(root: Path, files: dict[str, str | bytes], mtime: float = NOW) -> None:
@@ -84,7 +84,8 @@ def test_descriptions_and_duplicate_names(tmp_path: Path) -> None:
     result = run(tmp_path)
     assert found(result) == {("missing_description", "a.md"), ("missing_description", "b.md"),
                              ("missing_description", "sub/MEMORY.md"),
-                             ("duplicate_name", "b.md")}
+                             ("duplicate_name", "b.md"),
+                             ("note_format", "b.md"), ("note_format", "c/d.md")}  # no type
     duplicate = next(f for f in result["findings"] if f["category"] == "duplicate_name")
     assert duplicate["related"] == ["c/d.md"]
 
@@ -127,7 +128,8 @@ def test_near_duplicates_in_chinese(tmp_path: Path) -> None:
 def test_link_resolution(tmp_path: Path) -> None:
     write(tmp_path, {
         "MEMORY.md": "- [[Style Guide]] [[deploy]] [[ops/runbook]] [d](ops/deploy.md)\n",
-        "prefs/style.md": "---\nname: style guide\ndescription: s\n---\nstyle rules\n",
+        "prefs/style.md": "---\nname: style guide\ndescription: s\ntype: feedback\n---\n"
+                          "style rules\n**Why:** one voice\n**How to apply:** always\n",
         "ops/deploy.md": topic("deploy-notes", "[[missing one]] [r](runbook.md) "
                                                "[r2](ops/runbook.md) [gone](../gone.md)\n"),
         "ops/runbook.md": topic("runbook", "page the secondary\n"),
@@ -165,7 +167,7 @@ def test_project_folders_stale_and_unreadable(tmp_path: Path) -> None:
                      "projects/myrepo/y.md": topic("y", "one\n"),
                      "projects/myrepo/z/w.md": topic("w", "two\n"),
                      "bad.md": b"---\nname: bad\n---\n\xff\n"})
-    write(tmp_path, {"old.md": topic("old", "from last year\n")}, mtime=NOW - 91 * DAY)
+    write(tmp_path, {"old.md": topic("old", "from an earlier season\n")}, mtime=NOW - 91 * DAY)
     write(tmp_path, {"edge.md": topic("edge", "exactly ninety days\n")}, mtime=NOW - 90 * DAY)
     result = run(tmp_path)
     assert found(result) == {("project_id", "projects/myrepo/"), ("stale", "old.md"),
@@ -288,3 +290,50 @@ def test_the_answer_does_not_depend_on_the_hash_seed(tmp_path: Path) -> None:
         reports.append(json.loads(done.stdout))
     assert reports[0]["incomplete"] is True and reports[0]["counts"]["near_duplicate"] > 100
     assert reports[0] == reports[1]
+
+
+# -- the note guide's format (.amux/guide.md) -----------------------------------------------
+
+
+def test_the_note_format_of_the_guide(tmp_path: Path) -> None:
+    """What the note guide teaches is what the doctor checks, and each finding names the
+    fix in the guide's words."""
+    good = ("---\nname: payments-tests\ndescription: run the payments suite serially\n"
+            "metadata:\n  type: feedback\n---\nRun it with -n 0.\n**Why:** one sandbox "
+            "account.\n**How to apply:** any change under payments/.\n")
+    write(tmp_path, {
+        "MEMORY.md": "- [Payments tests](good.md) — run serially\n",
+        "good.md": good,
+        "user.md": "---\nname: me\ndescription: who\nmetadata:\n  type: user\n---\nSRE\n",
+        "untyped.md": "---\nname: a\ndescription: b\n---\nc\n",
+        "odd.md": "---\nname: a2\ndescription: b\nmetadata:\n  type: diary\n---\nc\n",
+        "why.md": "---\nname: a3\ndescription: b\nmetadata:\n  type: project\n---\n"
+                  "**Why:** c\n",
+        "nameless.md": "---\ndescription: b\ntype: reference\n---\nc\n",
+    })
+    result = run(tmp_path)
+    format_findings = {f["path"]: f["message"] for f in result["findings"]
+                       if f["category"] == "note_format"}
+    assert set(format_findings) == {"untyped.md", "odd.md", "why.md", "nameless.md"}
+    assert "`metadata:` with `type: user | feedback | project | reference`" in \
+        format_findings["untyped.md"]
+    assert "not 'diary'" in format_findings["odd.md"]
+    assert "**How to apply:** lines" in format_findings["why.md"]
+    assert "**Why:**" not in format_findings["why.md"]
+    assert "`name: short-kebab-case-slug`" in format_findings["nameless.md"]
+    assert all("the note guide, .amux/guide.md" in m for m in format_findings.values())
+
+
+def test_relative_dates_are_a_note_naming_the_fix(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "MEMORY.md": "- [a](a.md) — x\n",
+        "a.md": topic("a", "We moved the cluster last week.\n"),
+        "b.md": topic("b", "Moved on 2026-11-27.\n```sh\necho today\n```\n"),
+        "c.md": topic("c", "Rotated keys 3 days ago.\n"),
+    })
+    result = run(tmp_path)
+    dates = {f["path"]: f for f in result["findings"] if f["category"] == "relative_date"}
+    assert set(dates) == {"a.md", "c.md"}  # code is not prose
+    assert dates["a.md"]["severity"] == "note"
+    assert "'last week'" in dates["a.md"]["message"]
+    assert "absolute date (YYYY-MM-DD)" in dates["a.md"]["message"]

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from amux.protocol.render import CHANNELS, MAX_CHARS, Channel, render, version
+from amux.protocol.render import CHANNELS, GUIDE_PATH, MAX_CHARS, Channel, render, version
 
 # Each SPEC §5 point and the words that carry it, in both renderings.
 POINTS: dict[str, list[str]] = {
@@ -17,15 +17,18 @@ POINTS: dict[str, list[str]] = {
     "search before answering about the past": ["Before answering about past work",
                                                "decisions, preferences, conventions",
                                                "repeated question"],
-    "read only relevant parts; no search for ordinary tasks": ["only relevant parts",
-                                                               "need no search"],
+    "read only relevant parts; no search for other work": ["only relevant parts",
+                                                           "needs no search"],
     "what to save, and where not to": ['"remember"', "preference corrections",
                                        "verified lessons", "never to repository files",
                                        "AGENTS.md/CLAUDE.md", "built-in memory", "local notes"],
-    "topics vs entry; project notes": ["topic documents", "short index",
-                                       "projects/<stable id>/"],
-    "read before update, revisions, conflicts": ["Read before updating", "revision you read",
-                                                 '"absent"', "re-read and merge"],
+    "topics vs entry; project notes": ["topic document", "short index",
+                                       "projects/<stable id>/", "repo remote"],
+    "the note guide, read once before saving": ["note guide once first", GUIDE_PATH,
+                                                "front matter", "absolute dates"],
+    "read before update, revisions, conflicts": ["Read before updating", "never duplicate",
+                                                 "revision you read", '"absent"',
+                                                 "re-read and merge"],
     "claim saved only after success; folders": ['Say "saved" only after', "creates folders"],
     "correct/forget hygiene": ["To correct or forget", "stale duplicates and references",
                                "say if any step failed",
