@@ -268,7 +268,8 @@ def test_the_first_session_runs_as_shown(tmp_path: Path) -> None:
                                   "CLAUDE_", "PI_"))}
     topic = "projects/github.com-acme-demo/decisions.md"
     index = "# Memory\n- Demo project: build and test decisions in " + topic + "\n"
-    note = "---\ndescription: how the demo project builds and tests\n---\nUse pytest.\n"
+    note = ("---\nname: demo-build\ndescription: how the demo project builds and tests\n"
+            "metadata:\n  type: reference\n---\nUse pytest.\n")
     saved, answer = (steps[0][1][0], steps[2][1][0])
 
     def shell(command: str) -> subprocess.CompletedProcess[str]:

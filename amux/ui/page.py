@@ -99,13 +99,18 @@ def _me(page: Page, body: dict[str, Any]) -> Any:
     status = page.hub("/v1/status", {})
     if page.owner:
         scopes = page.hub("/v1/admin/scopes", {})["scopes"]
+        owner = next(entry["principal"] for entry in page.hub(
+            "/v1/admin/principals", {"action": "list"})["principals"] if entry["owner"])
+        own = next((scope["binding"] for scope in scopes if scope["principal"] == owner),
+                   "global")  # where the owner's own agents write: global unless isolated
     else:
         binding = page.hub("/v1/binding", {}) if status["memory_enabled"] else None
         scopes = [{"binding": binding["binding"] if binding else None,
                    "principal": binding["principal"] if binding else None}]
+        own = scopes[0]["binding"]
     return {"owner": page.owner, "memory_enabled": status["memory_enabled"],
             "isolation_enabled": status["isolation_enabled"], "version": status["version"],
-            "scopes": scopes}
+            "scopes": scopes, "own_scope": own}
 
 
 def _list(page: Page, body: dict[str, Any]) -> Any:

@@ -199,6 +199,8 @@ def test_the_owner_sees_every_scope_and_a_principal_only_its_own(
         assert status == 200 and me["owner"] is True
         bindings = [scope["binding"] for scope in me["scopes"]]
         assert bindings[0] == "global" and own in bindings
+        owners = [scope for scope in me["scopes"] if scope["binding"] == me["own_scope"]]
+        assert owners and owners[0]["principal"] not in (None, "alice")  # isolated: its own
         status, listing = owner.api("list", {"scope": own})
         assert [d["path"] for d in listing["documents"]] == ["mine.md"]
         status, document = owner.api("read", {"scope": own, "path": "mine.md"})

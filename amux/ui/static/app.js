@@ -579,11 +579,11 @@ async function loadMe() {
   state.me = await api("me", {});
   const wanted = params().scope;
   const bindings = state.me.scopes.map((scope) => scope.binding);
-  state.scope = bindings.includes(wanted) ? wanted : bindings[0] || null;
+  state.scope = bindings.includes(wanted) ? wanted : state.me.own_scope || bindings[0] || null;
   const select = document.getElementById("scope");
   select.replaceChildren(...state.me.scopes.map((scope) => h("option",
-    { value: scope.binding || "" }, scope.principal ? scope.principal + " (" +
-      (scope.binding || "").slice(0, 20) + "…)" : scope.binding || "your scope")));
+    { value: scope.binding || "" }, (scope.principal || scope.binding || "your scope")
+      + (scope.binding === state.me.own_scope ? " (yours)" : ""))));
   select.disabled = state.me.scopes.length < 2;
   document.body.dataset.memory = state.me.memory_enabled ? "on" : "off";
 }
