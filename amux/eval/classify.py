@@ -308,8 +308,8 @@ def _judged(scenario: Scenario, turns: list[Turn],
     if "agent_error" in flags:
         return ()
     wrote = any(written(turn) for turn in turns)
-    applies = {"format": wrote, "duplicate": wrote,
-               "relative_date": wrote and scenario.relative_date is not None}
+    applies = dict.fromkeys(QUALITY, wrote)
+    applies["relative_date"] = wrote and scenario.relative_date is not None
     return tuple(rate for rate in RATES if applies.get(rate, True))
 
 
