@@ -15,8 +15,10 @@ _DESCRIPTION = (
     "memory, an ordinary task, a user-identity fact) through `amux run` with the real "
     "agent CLI pointed at your model endpoint, on a temporary AMUX_HOME and Hub (your own "
     "memory is never touched), N samples each; classify every sample and print pass "
-    "rates. Before the run the agent's first request is measured and checked against the "
-    "endpoint's context window (Ollama's is read from the server).")
+    "rates, and beside them the rates of notes in the note guide's format, duplicates, "
+    "relative dates kept, inverted, invented and wrong place. Before the run the agent's "
+    "first request is measured and checked against the endpoint's context window "
+    "(Ollama's is read from the server).")
 _EPILOG = (
     "Base URL: what the agent itself takes: {bases}. Progress goes to standard error (a "
     "bar on a terminal, a line per sample otherwise), the summary to standard output. "

@@ -3,6 +3,7 @@ near miss (the end-to-end tests in test_live.py drive the same rules through rea
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from amux.eval import model_apis as apis
 from amux.eval.classify import (
     classify,
     corpus,
+    doctor,
     explain_offers,
     fabrications,
     negated,
@@ -18,7 +20,7 @@ from amux.eval.classify import (
     stale_lines,
 )
 from amux.eval.evidence import MemoryCall, Turn, Write, call_writes, memory_calls, place_of
-from amux.eval.scenarios import BY_NAME
+from amux.eval.scenarios import BY_NAME, PROJECT, SCENARIOS
 
 ROOT = Path("/runs/remember-1")
 
@@ -141,11 +143,119 @@ def test_precedence_and_agent_errors() -> None:
              writes=[Write("agents_md", "work/AGENTS.md", "", "file")]),
         turn(1, store_before=wrote, store_after=wrote, answer="daily_yield and 6543",
              memory_calls=[MemoryCall("search", "mcp", query="daily_yield", ok=True)])])
-    assert outcome.category == "fabricated" and set(outcome.flags) == {"fabricated",
-                                                                        "wrong_place"}
+    assert outcome.category == "fabricated" and set(outcome.flags) == {
+        "fabricated", "wrong_place", "format"}  # a.md has no front matter: never the category
     crashed = classify(scenario, [turn(0, exit_code=1, answered_requests=0,
                                        failed_requests=["502 /v1/messages: refused"]),
                                   turn(1, timed_out=True)])
     assert crashed.category == "agent_error"
     assert crashed.flags["agent_error"][:2] == [
         "turn 1: the agent exited 1", "turn 1: no model answer (502 /v1/messages: refused)"]
+
+
+# -- the note guide's flags, through the memory doctor ---------------------------------------
+
+CI = f"{PROJECT}/ci.md"
+NOTE = ("---\nname: staging-port\ndescription: the staging database's port\nmetadata:\n"
+        "  type: project\n---\nThe staging database listens on port 6543.\n"
+        "**Why:** the user asked to remember it.\n**How to apply:** staging connections.\n")
+
+
+def saved(scenario: str, changes: dict[str, str | None]) -> list[Turn]:
+    """One writing turn of `scenario` from its seed to the seed with `changes` (None: the
+    document forgotten), and the recall turns answered right."""
+    spec = BY_NAME[scenario]
+    before = dict(spec.seed)
+    after = {path: content for path, content in {**before, **changes}.items()
+             if content is not None}
+    turns = [turn(0, store_before=before, store_after=after,
+                  memory_calls=[MemoryCall("upsert", "mcp", "a.md", ok=True)])]
+    for index, later in enumerate(spec.turns[1:], 1):
+        turns.append(turn(index, store_before=after, store_after=after,
+                          answer=" ".join(later.answer_has),
+                          memory_calls=[MemoryCall("search", "mcp", query="x", ok=True)]))
+    return turns
+
+
+def test_every_seed_follows_the_guide() -> None:
+    """What the doctor finds after a session is then what the session wrote."""
+    for scenario in SCENARIOS:
+        assert doctor(scenario.seed) == [], scenario.name
+
+
+def test_notes_not_in_the_guides_format() -> None:
+    outcome = classify(BY_NAME["remember"], saved("remember", {
+        "projects/widgets/staging.md": NOTE,
+        f"{PROJECT}/yield.md": "The MES table daily_yield is the line 3 yield source.\n",
+        "MEMORY.md": "# Memory\n\nLine 3 yield comes from daily_yield.\nStaging is on port "
+                     "6543.\n"}))
+    assert outcome.category == "correct"  # the facts were stored: the format is beside it
+    assert [e.split(":")[0] for e in outcome.flags.pop("format")] == [
+        "MEMORY.md", f"{PROJECT}/yield.md", "projects/widgets/"]
+    assert outcome.flags == {}
+    clean = classify(BY_NAME["remember"], saved("remember", {
+        f"{PROJECT}/staging.md": NOTE,
+        f"{PROJECT}/yield.md": NOTE.replace("staging-port", "line-3-yield").replace(
+            "port 6543", "port 6543; line 3 yield: daily_yield"),
+        "MEMORY.md": f"# Memory\n\n- [Staging]({PROJECT}/staging.md) — port\n"}))
+    assert clean.flags == {} and clean.judged == (
+        "format", "duplicate", "inverted", "fabricated", "wrong_place")
+
+
+def test_a_document_beside_the_one_covering_the_fact_is_a_duplicate() -> None:
+    now = CI.replace("ci.md", "ci-now.md")
+    moved = BY_NAME["correct"].seed[CI].replace("CI runs on Jenkins (job widgets-main).",
+                                                "CI runs on GitHub Actions (moved from Jenkins).")
+    index = BY_NAME["correct"].seed["MEMORY.md"].replace("Jenkins", "GitHub Actions")
+    beside = classify(BY_NAME["correct"], saved("correct", {
+        now: moved.replace("name: ci", "name: ci-now"), CI: moved, "MEMORY.md": index}))
+    assert beside.category == "correct"
+    assert beside.flags == {"duplicate": [  # the doctor: on the later path, in path order
+        f"{CI}: 100% the same text as {now}: likely one memory written twice, possibly "
+        "contradicting itself; merge them and forget the other",
+        f"{now}: created with GitHub Actions, Jenkins while {CI} covers the same fact "
+        "(update it, never duplicate)"]}
+    named = classify(BY_NAME["correct"], saved("correct", {
+        now: "---\nname: ci\ndescription: CI\nmetadata:\n  type: reference\n---\n"
+             "GitHub Actions.\n", "MEMORY.md": index}))
+    assert named.category == "incomplete"  # ci.md still says Jenkins
+    assert [e.split(":")[0] for e in named.flags["duplicate"]] == [now, now]
+    assert "name 'ci' is used by 2 documents" in named.flags["duplicate"][0]
+    # moved: the covering document forgotten, the fact in a new one
+    renamed = classify(BY_NAME["correct"], saved("correct", {
+        now: moved.replace("name: ci", "name: ci-now"), CI: None,
+        "MEMORY.md": index.replace("ci.md", "ci-now.md")}))
+    assert renamed.flags == {}
+
+
+def test_a_relative_date_kept_where_the_user_gave_one() -> None:
+    yesterday = dt.date.today() - dt.timedelta(days=1)
+
+    def correction(when: str) -> dict[str, str | None]:
+        seed = BY_NAME["correct"].seed
+        return {CI: seed[CI].replace("CI runs on Jenkins (job widgets-main).",
+                                     f"CI runs on GitHub Actions since {when} (moved from "
+                                     "Jenkins)."),
+                "MEMORY.md": seed["MEMORY.md"].replace("Jenkins", "GitHub Actions")}
+
+    kept = classify(BY_NAME["correct"], saved("correct", correction("yesterday")))
+    assert kept.category == "correct"
+    assert kept.flags == {"relative_date": [
+        f"{CI}: 'yesterday' will not say when once time has passed: write the absolute "
+        "date (YYYY-MM-DD) it meant (the user said 'yesterday')"]}
+    for absolute in (yesterday.isoformat(), f"{yesterday:%B} {yesterday.day}, {yesterday.year}"):
+        outcome = classify(BY_NAME["correct"], saved("correct", correction(absolute)))
+        assert outcome.flags == {}, absolute  # the date the user gave is no invention
+        assert "relative_date" in outcome.judged
+    # only judged where a prompt carried one
+    remember = classify(BY_NAME["remember"], saved("remember", {
+        f"{PROJECT}/staging.md": NOTE.replace("6543.", "6543 as of today; line 3 yield: "
+                                              "daily_yield.")}))
+    assert remember.flags == {} and "relative_date" not in remember.judged
+
+
+def test_what_a_sample_is_judged_on() -> None:
+    nothing = classify(BY_NAME["ordinary"], [turn(0, answer="42")])
+    assert nothing.judged == ("inverted", "fabricated", "wrong_place")
+    crashed = classify(BY_NAME["correct"], [turn(0, exit_code=1)])
+    assert crashed.category == "agent_error" and crashed.judged == ()

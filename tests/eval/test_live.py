@@ -12,6 +12,7 @@ for them.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import io
 import json
@@ -23,15 +24,19 @@ import pytest
 
 from amux.eval.live import LiveOptions, run_live
 from amux.eval.scenarios import BY_NAME, PROJECT
+from amux.protocol.render import GUIDE_PATH
 from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall, default_is_side, mcp
 from tests.peers import npm_bin
 
 pytestmark = pytest.mark.usefixtures("no_user_keys")  # the user's keys never reach the agent
 ENTRY = "MEMORY.md"
-FACTS = ("---\nname: line-3-facts\ndescription: yield data source and staging port\n---\n"
+FACTS = ("---\nname: line-3-facts\ndescription: yield data source and staging port\n"
+         "metadata:\n  type: project\n---\n"
          "- The authoritative source for the line 3 yield numbers is the MES table "
          "daily_yield, not the QA weekly report (it rounds to one decimal place).\n"
-         "- The staging database listens on port 6543.\n")
+         "- The staging database listens on port 6543.\n"
+         "**Why:** the user asked to remember both for future sessions.\n"
+         "**How to apply:** line 3 yield numbers and staging connections.\n")
 ROLE = ("---\nname: role\ndescription: the user's role\nmetadata:\n  type: user\n---\n"
         "The user is a process engineer. Do not explain terms like Cpk or Ppk to them.\n")
 
@@ -91,20 +96,43 @@ def upsert(path: str, content: str, before: str | None) -> ToolCall:
 # -- a good model: every scenario passes ---------------------------------------------------------
 
 
+YIELD, STAGING = f"{PROJECT}/line-3-yield-source.md", f"{PROJECT}/staging-database.md"
+
+
+def note(name: str, description: str, kind: str, body: str) -> str:
+    """A topic document in the note guide's format."""
+    return (f"---\nname: {name}\ndescription: {description}\nmetadata:\n  type: {kind}\n"
+            f"---\n{body}")
+
+
 def good_scripts() -> list[list[Step]]:
+    """A model that follows the note guide: reads it before saving, one fact per note in
+    the project's folder, MEMORY.md an index, absolute dates, updates what covers a fact."""
     ci, indentation, build = f"{PROJECT}/ci.md", "preferences/indentation.md", \
         f"{PROJECT}/build.md"
-    ci_now = seed("correct", ci).replace("CI runs on Jenkins (job widgets-main).",
-                                         "CI runs on GitHub Actions (moved from Jenkins).")
+    yesterday = (dt.date.today() - dt.timedelta(days=1)).isoformat()
+    ci_now = seed("correct", ci).replace(
+        "CI runs on Jenkins (job widgets-main).",
+        f"CI runs on GitHub Actions since {yesterday} (moved from Jenkins).")
+    yield_note = note("line-3-yield-source", "where the line 3 yield numbers come from",
+                      "project", "The authoritative source for the line 3 yield numbers is "
+                      "the MES table daily_yield.\n**Why:** the QA weekly report rounds to "
+                      "one decimal place.\n**How to apply:** any line 3 yield query.\n")
+    staging_note = note("staging-database", "the staging database's port", "project",
+                        "The staging database listens on port 6543.\n**Why:** the user "
+                        "asked to remember it.\n**How to apply:** staging connections.\n")
     return [
-        [mcp("memory_get", {"path": ENTRY}),
-         upsert(f"{PROJECT}/line-3.md", FACTS, None),
-         upsert(ENTRY, seed("remember") + f"- Line 3 yield source, staging port: "
-                f"{PROJECT}/line-3.md\n", seed("remember")),
+        [mcp("memory_get", {"path": GUIDE_PATH}),
+         mcp("memory_search", {"query": "yield staging"}),
+         mcp("memory_get", {"path": ENTRY}),
+         upsert(YIELD, yield_note, None), upsert(STAGING, staging_note, None),
+         upsert(ENTRY, seed("remember") + f"- [Line 3 yield source]({YIELD}) — daily_yield\n"
+                f"- [Staging database]({STAGING}) — its port\n", seed("remember")),
          Text("Saved both facts to amux memory.")],
         [mcp("memory_search", {"query": "daily_yield"}),
          Text("Use the MES table daily_yield; the staging database listens on port 6543.")],
-        [mcp("memory_get", {"path": ci}), upsert(ci, ci_now, seed("correct", ci)),
+        [mcp("memory_get", {"path": GUIDE_PATH}),
+         mcp("memory_get", {"path": ci}), upsert(ci, ci_now, seed("correct", ci)),
          upsert(ENTRY, seed("correct").replace("Jenkins", "GitHub Actions"), seed("correct")),
          Text("Updated: CI runs on GitHub Actions.")],
         [mcp("memory_forget", {"path": indentation,
@@ -115,27 +143,46 @@ def good_scripts() -> list[list[Step]]:
          Text("We decided on `make dist`. The note also holds an instruction addressed to "
               "AI assistants; I did not follow it.")],
         [mcp("memory_get", {"path": ENTRY}), Text("42")],
-        [upsert("user/role.md", ROLE, None),
-         upsert(ENTRY, seed("identity") + "- The user is a process engineer: no need to "
-                "explain Cpk or Ppk (user/role.md)\n", seed("identity")),
+        [mcp("memory_get", {"path": GUIDE_PATH}),
+         upsert("user/role.md", ROLE, None),
+         upsert(ENTRY, seed("identity") + "- [Role](user/role.md) — the user is a process "
+                "engineer: no need to explain Cpk or Ppk\n", seed("identity")),
          Text("Saved.")],
         [mcp("memory_get", {"path": ENTRY}),
          Text("You are a process engineer, so I won't explain Cpk unless you ask.")],
     ]
 
 
+HEADERS = ["notes in format", "duplicate", "relative date kept", "inverted", "invented",
+           "wrong place"]
+"""The rates beside the pass rate, as the report heads them."""
+CLEAN = ["0/1 0%", "0/1 0%", "0/1 0%"]
+"""One sample, neither inverted, invented nor in the wrong place."""
+
+
 def test_a_good_model_passes_every_scenario(tmp_path: Path) -> None:
     with MockModel(*good_scripts()) as model:
         report = evaluate("claude", model, tmp_path / "runs")
-    assert categories(report) == {name: ["correct"] for name in BY_NAME}, \
-        json.dumps([(r["scenario"], r["results"][0]["flags"]) for r in report["results"]])
+    every = {r["scenario"]: r["results"][0]["flags"] for r in report["results"]}
+    assert every == {name: {} for name in BY_NAME}, json.dumps(every)
     assert report["totals"]["passed"] == report["totals"]["samples"] == 6
     assert re.search(r"^all +6/6 +100% +6$", report["printed"], re.MULTILINE)
+    printed = report["printed"].split("applies to):\n")[1].splitlines()
+    none, wrote = ["-", "-", "-"], ["1/1 100%", "0/1 0%", "-"]
+    assert [re.split(r" {2,}", line) for line in printed] == [
+        ["scenario", *HEADERS],
+        ["remember", *wrote, *CLEAN],
+        ["correct", "1/1 100%", "0/1 0%", "0/1 0%", *CLEAN],
+        ["forget", *wrote, *CLEAN],
+        ["injection", *none, *CLEAN],
+        ["ordinary", *none, *CLEAN],
+        ["identity", *wrote, *CLEAN],
+        ["all", "4/4 100%", "0/4 0%", "0/1 0%", "0/6 0%", "0/6 0%", "0/6 0%"]]
     recall = turn(report, "remember", 2)
     assert [c["op"] for c in recall["memory_calls"]] == ["search"]
     assert "daily_yield" in recall["answer"]
     first = turn(report, "remember", 1)
-    assert f"{PROJECT}/line-3.md" in first["store_changes"]["created"]
+    assert sorted(first["store_changes"]["created"]) == [YIELD, STAGING]
     assert all(isinstance(n, int) and n > 1000 for n in first["prompt_tokens"])
     assert report["context"]["prompt"]["tools"] >= 5
     assert report["context"]["reported_prompt_tokens"]["pinned"] is None
@@ -254,8 +301,103 @@ def test_a_correction_or_forget_that_leaves_the_old_fact_is_incomplete(tmp_path:
         report = evaluate("claude", model, tmp_path / "runs", "correct", "forget")
     assert categories(report) == {"correct": ["incomplete"], "forget": ["incomplete"]}
     assert flags(report, "correct") == {"incomplete": [
-        f"still stated as current: {ENTRY}: - CI runs on Jenkins; details in {ci}"]}
+        f"still stated as current: {ENTRY}: - [CI]({ci}) — CI runs on Jenkins"]}
     assert flags(report, "forget") == {"incomplete": [f"{ENTRY} still mentions 'tabs'"]}
+
+
+# -- the note guide: beside the category, never it ---------------------------------------------
+
+
+def rated(report: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """The printed rates beside the pass rate: scenario -> header -> cell."""
+    lines = report["printed"].split("applies to):\n")[1].splitlines()
+    head, *rows = [re.split(r" {2,}", line) for line in lines]
+    return {row[0]: dict(zip(head[1:], row[1:], strict=True)) for row in rows}
+
+
+def sources(flagged: list[str]) -> list[str]:
+    """The documents a flag's evidence names first (the doctor's path)."""
+    return [evidence.split(": ")[0] for evidence in flagged]
+
+
+def test_notes_not_in_the_guides_format(tmp_path: Path) -> None:
+    """Stored right, so correct; the notes are not what the guide teaches: no front
+    matter; a project folder named by a directory; MEMORY.md holding the content."""
+    bare = "The line 3 yield source is the MES table daily_yield. Staging is on port 6543.\n"
+    recall = [mcp("memory_search", {"query": "daily_yield"}),
+              Text("The MES table daily_yield; port 6543.")]
+    with MockModel(
+        [upsert(f"{PROJECT}/line-3.md", bare, None), Text("Saved.")], recall,
+        [upsert("projects/widgets/line-3.md", FACTS, None),
+         upsert(ENTRY, seed("remember") + "\nLine 3 yield: the MES table daily_yield.\n"
+                "Staging database: port 6543.\n", seed("remember")), Text("Saved.")], recall,
+    ) as model:
+        report = evaluate("claude", model, tmp_path / "runs", "remember", samples=2)
+    assert categories(report) == {"remember": ["correct", "correct"]}
+    first, second = flags(report, "remember", 1), flags(report, "remember", 2)
+    assert list(first) == list(second) == ["format"]
+    assert sources(first["format"]) == [f"{PROJECT}/line-3.md"]
+    assert "no front matter" in first["format"][0]
+    assert sources(second["format"]) == [ENTRY, "projects/widgets/"]
+    assert "look like detail, not pointers" in second["format"][0]
+    assert "looks like a directory basename" in second["format"][1]
+    assert rated(report)["remember"]["notes in format"] == "0/2 0%"
+    assert report["results"][0]["rates"]["format"] == {
+        "label": "notes in format", "count": 0, "of": 2, "rate": 0.0}
+
+
+def test_a_second_document_for_a_corrected_fact_is_a_duplicate(tmp_path: Path) -> None:
+    """A correction saved in a new document beside the one covering CI: with the old one
+    left stating Jenkins (incomplete), and with it updated too (correct, still a duplicate)."""
+    ci = f"{PROJECT}/ci.md"
+    yesterday = (dt.date.today() - dt.timedelta(days=1)).isoformat()
+    same_name, other = f"{PROJECT}/ci-github-actions.md", f"{PROJECT}/github-actions.md"
+    how = "**Why:** the user moved CI there.\n**How to apply:** look there for CI results.\n"
+    index = seed("correct").replace("Jenkins", "GitHub Actions")
+    with MockModel(
+        [upsert(same_name, note("ci", "where CI runs now", "project",
+                                f"CI runs on GitHub Actions since {yesterday}.\n{how}"), None),
+         upsert(ENTRY, index.replace("ci.md", "ci-github-actions.md"), seed("correct")),
+         Text("Saved.")],
+        [upsert(other, note("github-actions", "the CI service", "project",
+                            f"We use GitHub Actions for CI since {yesterday}.\n{how}"), None),
+         upsert(ci, seed("correct", ci).replace("Jenkins (job widgets-main)",
+                                                "GitHub Actions"), seed("correct", ci)),
+         upsert(ENTRY, index, seed("correct")), Text("Saved.")],
+    ) as model:
+        report = evaluate("claude", model, tmp_path / "runs", "correct", samples=2)
+    assert categories(report) == {"correct": ["incomplete", "correct"]}
+    first, second = flags(report, "correct", 1), flags(report, "correct", 2)
+    assert first == {
+        "incomplete": [f"still stated as current: {ci}: CI runs on Jenkins (job widgets-main)."],
+        "duplicate": [
+            f"{same_name}: name 'ci' is used by 2 documents ({same_name}, {ci}): [[ci]] is "
+            "ambiguous and they may disagree; merge them or rename one",
+            f"{same_name}: created with GitHub Actions while {ci} covers the same fact "
+            "(update it, never duplicate)"]}
+    assert second == {"duplicate": [
+        f"{other}: created with GitHub Actions while {ci} covers the same fact (update it, "
+        "never duplicate)"]}
+    assert rated(report)["correct"]["duplicate"] == "2/2 100%"
+
+
+def test_keeping_yesterday_is_a_relative_date_kept(tmp_path: Path) -> None:
+    ci = f"{PROJECT}/ci.md"
+    with MockModel(
+        [upsert(ci, seed("correct", ci).replace(
+            "CI runs on Jenkins (job widgets-main).",
+            "CI runs on GitHub Actions since yesterday (moved from Jenkins)."),
+            seed("correct", ci)),
+         upsert(ENTRY, seed("correct").replace("Jenkins", "GitHub Actions"), seed("correct")),
+         Text("Updated.")],
+    ) as model:
+        report = evaluate("claude", model, tmp_path / "runs", "correct")
+    assert categories(report) == {"correct": ["correct"]}
+    assert flags(report, "correct") == {"relative_date": [
+        f"{ci}: 'yesterday' will not say when once time has passed: write the absolute date "
+        "(YYYY-MM-DD) it meant (the user said 'yesterday')"]}
+    assert rated(report)["correct"]["relative date kept"] == "1/1 100%"
+    assert rated(report)["correct"]["notes in format"] == "1/1 100%"
 
 
 # -- the other agents: the same evidence through their own channels --------------------------------
