@@ -1,6 +1,7 @@
 """An agent's first model request through `amux run`, measured: the real agent CLI at its
 defaults, pointed at the mock model with `--endpoint`, one headless turn (the adapter's
-`headless` plan, in homes of the test's own), with memory when the Hub has it on.
+`headless` plan, in homes of the test's own: `headless_turn`), with memory when the Hub has
+it on.
 
 The first request is the first main request that offers tools (side requests such as
 titles, quota probes and Gemini CLI's model router are left out); its size is eval's
@@ -40,10 +41,12 @@ class Measured(NamedTuple):
     """`amux run`'s and the agent's standard error."""
 
 
-def measure(agent: str, binary: Path, amux_home: Path, root: Path,
-            extra: dict[str, str] | None = None, timeout: float = 240) -> Measured:
-    """Run one headless turn of `agent` (`binary`) through `amux run --endpoint` with
-    AMUX_HOME=`amux_home`, in homes under `root`, and measure its first request."""
+def headless_turn(agent: str, binary: Path, amux_home: Path, root: Path, model: MockModel,
+                  extra: dict[str, str] | None = None, options: tuple[str, ...] = (),
+                  timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """Run one headless turn of `agent` (`binary`) through `amux run --endpoint` (the mock
+    `model`, its model `mock-model`; `options`: more of amux's) with AMUX_HOME=`amux_home`,
+    in homes under `root`."""
     adapter = ADAPTERS[agent]
     homes = Homes(root)
     homes.make()
@@ -53,13 +56,19 @@ def measure(agent: str, binary: Path, amux_home: Path, root: Path,
                                "TMPDIR": str(homes.scratch), "AMUX_HOME": str(amux_home),
                                "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1",
                                **SETTINGS.get(agent, {}), **(extra or {})})
+    url = model.url if agent in ROOT_URL else model.base_url
+    return subprocess.run(
+        [sys.executable, "-m", "amux", "run", "--endpoint", url, "--model", "mock-model",
+         *options, str(binary), "--", *turn_args(plan, PROMPT)],
+        env=env, cwd=homes.work, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        timeout=timeout)
+
+
+def measure(agent: str, binary: Path, amux_home: Path, root: Path,
+            extra: dict[str, str] | None = None) -> Measured:
+    """`headless_turn` against a fresh mock model, and its first request measured."""
     with MockModel(is_side=qwen_is_side if agent == "qwen" else default_is_side) as model:
-        url = model.url if agent in ROOT_URL else model.base_url
-        done = subprocess.run(
-            [sys.executable, "-m", "amux", "run", "--endpoint", url, "--model", "mock-model",
-             str(binary), "--", *turn_args(plan, PROMPT)],
-            env=env, cwd=homes.work, stdin=subprocess.DEVNULL, capture_output=True,
-            text=True, timeout=timeout)
+        done = headless_turn(agent, binary, amux_home, root, model, extra)
         first = next((request for request in model.main()
                       if model_apis.lists_tools(request.body)), None)
     if first is None or first.api is None:
