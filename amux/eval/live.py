@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -238,7 +238,7 @@ def _run(options: LiveOptions, agent: Adapter, binary: Path,
                    "tools_chars": size.tools_chars,
                    "instructions_chars": size.instructions_chars,
                    "estimated_tokens": size.estimated_tokens},
-        "window": {**asdict(found), "ollama": found.ollama}, "refused": refused,
+        "window": {**found._asdict(), "ollama": found.ollama}, "refused": refused,
         "warning": warning,
     }
     print(f"amux eval live: {agent.name} through amux run, model {options.model} at "

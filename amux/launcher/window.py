@@ -36,13 +36,16 @@ import re
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any, NamedTuple
 from urllib.parse import quote, urlsplit
 
 from amux.adapters.base import Adapter, EndpointApi, basic_authorization, without_userinfo
 from amux.launcher import endpoints
+from amux.typing_light import NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 OLLAMA_DEFAULT_WINDOW = 4096
 ASK_SECONDS = 2.5
@@ -56,8 +59,7 @@ _WINDOW_KEYS = ("context_length", "context_window", "max_model_len", "max_contex
                 "n_ctx", "max_input_tokens", "input_token_limit", "inputTokenLimit")
 
 
-@dataclass
-class Window:
+class Window(NamedTuple):
     """The window a server gives the model, and where that came from."""
 
     tokens: int | None
@@ -184,12 +186,12 @@ def probe(url: str, model: str, api: EndpointApi, key: str | None = None, *,
     props = _json_of(asker.ask(f"{asker.root}/props"))
     if isinstance(props, dict):
         settings = props.get("default_generation_settings")
-        for where, found in (("default_generation_settings.n_ctx",
+        for where, n_ctx in (("default_generation_settings.n_ctx",
                               settings.get("n_ctx") if isinstance(settings, dict) else None),
                              ("n_ctx", props.get("n_ctx"))):
-            if _positive(found):
+            if _positive(n_ctx):
                 slots = props.get("total_slots")
-                return Window(found, f"llama.cpp GET /props {where}", server="llama.cpp",
+                return Window(n_ctx, f"llama.cpp GET /props {where}", server="llama.cpp",
                               slots=slots if _positive(slots) else None)
     listing = _json_of(asker.ask(f"{asker.base}/models", keyed=True))
     if not isinstance(listing, dict) and not urlsplit(asker.base).path.endswith("/v1"):
@@ -228,20 +230,20 @@ def _find_window(entry: Any) -> tuple[str, int] | None:
 
 
 def _ollama(asker: _Asker, model: str, version: str, load_seconds: float | None) -> Window:
-    window = Window(None, "", server=f"ollama {version}")
+    server = f"ollama {version}"
     shown = asker.ask(f"{asker.root}/api/show", {"model": model})
     if shown is not None and shown[0] == 404:
-        window.source = f"Ollama has no model {model} (`ollama pull {model}`)"
-        return window
+        return Window(None, f"Ollama has no model {model} (`ollama pull {model}`)", server)
     described = _json_of(shown)
+    trained = num_ctx = None
     if isinstance(described, dict):
         info = described.get("model_info")
-        trained = [value for key, value in info.items() if key.endswith(".context_length")
+        lengths = [value for key, value in info.items() if key.endswith(".context_length")
                    and _positive(value)] if isinstance(info, dict) else []
-        window.trained = trained[0] if trained else None
+        trained = lengths[0] if lengths else None
         matched = re.search(r"^\s*num_ctx\s+(\d+)", str(described.get("parameters") or ""),
                             re.MULTILINE)
-        window.num_ctx = int(matched.group(1)) if matched else None
+        num_ctx = int(matched.group(1)) if matched else None
     failed = None
     if load_seconds is not None:  # as the agent's first request will: no options
         loading = asker.ask(f"{asker.root}/api/generate", {"model": model, "prompt": ""},
@@ -252,29 +254,29 @@ def _ollama(asker: _Asker, model: str, version: str, load_seconds: float | None)
             said = loading[1].get("error") if isinstance(loading[1], dict) else None
             failed = f"Ollama could not load {model}: {said or f'HTTP {loading[0]}'}"
     running = _json_of(asker.ask(f"{asker.root}/api/ps"))
-    listed = False
+    listed, loaded = False, None
     for entry in running.get("models", []) if isinstance(running, dict) else []:
         names = {entry.get("name"), entry.get("model")} if isinstance(entry, dict) else set()
         if model in names or f"{model}:latest" in names:
             listed = True
             length = entry.get("context_length")
-            window.loaded = length if _positive(length) else None
-    if window.loaded is not None:
-        window.tokens, window.source = window.loaded, "Ollama /api/ps context_length (loaded)"
-    elif window.num_ctx is not None:
-        window.tokens, window.source = window.num_ctx, "Ollama Modelfile num_ctx"
+            loaded = length if _positive(length) else None
+    found = Window(None, "", server, trained, num_ctx, loaded)
+    if loaded is not None:
+        found = found._replace(tokens=loaded, source="Ollama /api/ps context_length (loaded)")
+    elif num_ctx is not None:
+        found = found._replace(tokens=num_ctx, source="Ollama Modelfile num_ctx")
     elif listed:
-        window.tokens = OLLAMA_DEFAULT_WINDOW
-        window.source = ("Ollama's default, assumed: this Ollama reports neither a loaded "
-                         "context_length nor a num_ctx")
+        found = found._replace(tokens=OLLAMA_DEFAULT_WINDOW, source=(
+            "Ollama's default, assumed: this Ollama reports neither a loaded context_length "
+            "nor a num_ctx"))
     else:
-        window.source = failed or (f"Ollama has not loaded {model} yet, and a dry run loads "
-                                   "no model")
-        return window
-    if window.trained is not None and window.tokens > window.trained:
-        window.tokens = window.trained
-        window.source += f", capped at the model's trained length {window.trained}"
-    return window
+        return found._replace(source=failed or (f"Ollama has not loaded {model} yet, and a "
+                                                "dry run loads no model"))
+    if trained is not None and found.tokens is not None and found.tokens > trained:
+        found = found._replace(tokens=trained, source=found.source + (
+            f", capped at the model's trained length {trained}"))
+    return found
 
 
 # -- what the window means ------------------------------------------------------------------
@@ -325,7 +327,7 @@ def _other_fix(model: str, window: Window, needed: int, lost: str) -> str:
             f"model: serve the model with a larger context window ({needed:,} tokens)")
 
 
-_FIXES: dict[str, Callable[[str, Window, int, str], str]] = {
+_FIXES: dict[str, Callable[[str, Window, int, str], str]] = {  # by the server's kind
     "ollama": _ollama_fix, "llama.cpp": _llama_cpp_fix, "vllm": _vllm_fix}
 
 
@@ -388,5 +390,5 @@ class Check(NamedTuple):
 
     def shown(self) -> dict[str, Any]:
         """As `--dry-run` shows it."""
-        return {**asdict(self.window), "first_request_tokens": self.prompt.tokens,
+        return {**self.window._asdict(), "first_request_tokens": self.prompt.tokens,
                 "first_request": self.prompt.measured, "said": self.said()}
