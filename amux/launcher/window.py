@@ -297,7 +297,7 @@ def _server_name(window: Window) -> str:
 def _ollama_fix(model: str, window: Window, needed: int, lost: str) -> str:
     made = (f"create a model with num_ctx {needed}: printf 'FROM {model}\\nPARAMETER num_ctx "
             f"{needed}\\n' > Modelfile && ollama create {model}-ctx{needed} -f Modelfile, "
-            f"then use --model {model}-ctx{needed}")
+            f"and use --model {model}-ctx{needed}")
     said = ("Ollama's OpenAI- and Anthropic-compatible endpoints ignore a per-request num_ctx "
             f"and silently drop the start of a longer prompt: {lost} would never reach the "
             f"model. Fix, a window of {needed:,} tokens: ")

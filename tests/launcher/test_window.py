@@ -155,7 +155,7 @@ def test_the_fix_names_what_outranks_what() -> None:
     assert (f"{MODEL}'s Modelfile sets num_ctx 8192, which outranks the server's "
             f"OLLAMA_CONTEXT_LENGTH, so create a model with num_ctx 24576: printf 'FROM "
             f"{MODEL}\\nPARAMETER num_ctx 24576\\n' > Modelfile && ollama create "
-            f"{MODEL}-ctx24576 -f Modelfile, then use --model {MODEL}-ctx24576") in refused
+            f"{MODEL}-ctx24576 -f Modelfile, and use --model {MODEL}-ctx24576") in refused
     short = window.Window(4096, "Ollama's default, assumed", "ollama 0.12.6", trained=8192)
     too_long = window.refusal(MODEL, prompt(CODEX_TOKENS), short)
     assert too_long is not None and too_long.endswith(
@@ -282,7 +282,7 @@ def test_a_window_smaller_than_the_first_request_is_refused_before_the_agent_sta
         "instructions and the memory protocol would never reach the model. Fix, a window of "
         f"{needed:,} tokens: restart Ollama with OLLAMA_CONTEXT_LENGTH={needed} ollama serve, "
         f"or create a model with num_ctx {needed}: printf 'FROM {MODEL}\\nPARAMETER num_ctx "
-        f"{needed}\\n' > Modelfile && ollama create {MODEL}-ctx{needed} -f Modelfile, then "
+        f"{needed}\\n' > Modelfile && ollama create {MODEL}-ctx{needed} -f Modelfile, and "
         f"use --model {MODEL}-ctx{needed}; then launch again (`--no-window-check` launches "
         "anyway)")
     assert launched(launcher) == [] and launcher.sessions() == []  # nothing started
