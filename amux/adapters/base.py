@@ -340,6 +340,30 @@ class Headless(NamedTuple):
     its adapter, not a failure to wire memory (left out of a turn's warnings)."""
 
 
+class RequestSize(NamedTuple):
+    """How large one model request's content is: its instructions, messages and tool
+    definitions as compact JSON (`amux.eval.model_apis.size`)."""
+
+    chars: int
+    tokens: int
+    """The estimate at 4 characters a token (`amux.eval.model_apis.CHARS_PER_TOKEN`)."""
+
+
+class FirstRequest(NamedTuple):
+    """The agent's first model request through `amux run` at its defaults (a fresh home,
+    one headless turn), measured with the pinned agent: what a model's context window must
+    hold before the session has done anything (the launcher's window check). Measured and
+    kept true by tests/e2e/test_first_request.py; the numbers are in
+    docs/agent-findings.md."""
+
+    version: str
+    """The agent's version it was measured at."""
+    memory: RequestSize
+    """With amux memory: the protocol in its instructions, the memory tools."""
+    plain: RequestSize
+    """Without memory (off on the Hub, or no Hub): the agent's own prompt."""
+
+
 class Requirement(NamedTuple):
     """One thing in the agent that the adapter relies on, declared so that `amux doctor`
     can check the installed agent has it (an agent update may rename or drop it)."""
@@ -419,6 +443,11 @@ class Adapter(Protocol):
     @property
     def model_api(self) -> ModelApi:
         """The API the agent speaks to its usual model endpoint."""
+        ...
+
+    @property
+    def first_request(self) -> FirstRequest | None:
+        """The size of the agent's first model request, measured (None: not known)."""
         ...
 
     @property

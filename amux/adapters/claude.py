@@ -38,10 +38,12 @@ from amux.adapters.base import (
     Channel,
     EndpointRequest,
     EndpointWiring,
+    FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
     Probe,
+    RequestSize,
     Requirement,
     chosen_session,
     chosen_uuid,
@@ -74,6 +76,8 @@ class ClaudeAdapter:
     name = "claude"
     display_name = "Claude Code"
     model_api: ModelApi = "anthropic"
+    first_request: FirstRequest | None = FirstRequest(
+        "2.1.332", memory=RequestSize(51618, 12905), plain=RequestSize(49265, 12317))
     key_variables = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     instruction_files = ("CLAUDE.md",)
     mcp_tool_prefix: str | None = "mcp__amux__"

@@ -42,10 +42,12 @@ from amux.adapters.base import (
     EndpointRequest,
     EndpointWiring,
     FinishedRun,
+    FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
     Probe,
+    RequestSize,
     Requirement,
     ResumeFlagRefused,
     SessionFile,
@@ -116,6 +118,8 @@ class CodexAdapter:
     name = "codex"
     display_name = "Codex"
     model_api: ModelApi = "responses"
+    first_request: FirstRequest | None = FirstRequest(
+        "0.171.0", memory=RequestSize(46307, 11577), plain=RequestSize(39823, 9956))
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "AGENTS.override.md")
     mcp_tool_prefix: str | None = ""  # the tool's own name, in the namespace `mcp__amux`

@@ -71,12 +71,14 @@ from amux.adapters.base import (
     Channel,
     EndpointRequest,
     EndpointWiring,
+    FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
     PlanFile,
     PlanRefused,
     Probe,
+    RequestSize,
     Requirement,
     chosen_session,
     chosen_uuid,
@@ -173,6 +175,8 @@ class CopilotAdapter:
     name = "copilot"
     display_name = "Copilot CLI"
     model_api: ModelApi = "chat"
+    first_request: FirstRequest | None = FirstRequest(
+        "1.0.102", memory=RequestSize(53844, 13461), plain=RequestSize(49268, 12317))
     key_variables = ("COPILOT_PROVIDER_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
     mcp_tool_prefix: str | None = "amux-"

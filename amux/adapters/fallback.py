@@ -12,6 +12,7 @@ from amux.adapters.base import (
     AgentRequest,
     Channel,
     EndpointRefused,
+    FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
@@ -32,6 +33,7 @@ class FallbackAdapter:
     name = "fallback"
     display_name = "an agent amux has no adapter for"
     model_api: ModelApi = "chat"
+    first_request: FirstRequest | None = None
     key_variables: tuple[str, ...] = ()
     instruction_files: tuple[str, ...] = ()
     mcp_tool_prefix: str | None = None

@@ -46,6 +46,7 @@ from amux.adapters.base import (
     Channel,
     EndpointRequest,
     EndpointWiring,
+    FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
@@ -53,6 +54,7 @@ from amux.adapters.base import (
     PlanMirror,
     PlanRefused,
     Probe,
+    RequestSize,
     Requirement,
     chosen_session,
     chosen_uuid,
@@ -165,6 +167,8 @@ class GeminiAdapter:
     name = "gemini"
     display_name = "Gemini CLI"
     model_api: ModelApi = "gemini"
+    first_request: FirstRequest | None = FirstRequest(
+        "0.61.0", memory=RequestSize(52801, 13201), plain=RequestSize(45885, 11472))
     key_variables = ("GEMINI_API_KEY",)
     instruction_files = ("GEMINI.md",)
     mcp_tool_prefix: str | None = "mcp_amux_"

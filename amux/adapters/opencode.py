@@ -48,12 +48,14 @@ from amux.adapters.base import (
     Channel,
     EndpointRequest,
     FinishedRun,
+    FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
     PlanFile,
     PlanRefused,
     Probe,
+    RequestSize,
     Requirement,
     SessionFiles,
     endpoint_api,
@@ -170,6 +172,8 @@ class OpenCodeAdapter:
     name = "opencode"
     display_name = "OpenCode"
     model_api: ModelApi = "chat"
+    first_request: FirstRequest | None = FirstRequest(
+        "1.18.33", memory=RequestSize(35472, 8868), plain=RequestSize(30815, 7704))
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md")
     mcp_tool_prefix: str | None = "amux_"

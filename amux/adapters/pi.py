@@ -38,12 +38,14 @@ from amux.adapters.base import (
     Channel,
     EndpointRefused,
     EndpointWiring,
+    FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
     PlanFile,
     PlanRefused,
     Probe,
+    RequestSize,
     Requirement,
     ResumeFlagRefused,
     endpoint_api,
@@ -165,6 +167,8 @@ class PiAdapter:
     name = "pi"
     display_name = "Pi"
     model_api: ModelApi = "chat"
+    first_request: FirstRequest | None = FirstRequest(
+        "0.73.1", memory=RequestSize(7168, 1792), plain=RequestSize(5663, 1416))
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md")
     mcp_tool_prefix: str | None = None  # the CLI channel: `amux memory …` in its bash tool

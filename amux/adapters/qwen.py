@@ -55,12 +55,14 @@ from amux.adapters.base import (
     EndpointApi,
     EndpointRequest,
     EndpointWiring,
+    FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
     PlanFile,
     PlanRefused,
     Probe,
+    RequestSize,
     Requirement,
     chosen_session,
     chosen_uuid,
@@ -169,6 +171,8 @@ class QwenAdapter:
     name = "qwen"
     display_name = "Qwen Code"
     model_api: ModelApi = "chat"
+    first_request: FirstRequest | None = FirstRequest(
+        "0.24.4", memory=RequestSize(68140, 17035), plain=RequestSize(68394, 17099))
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("QWEN.md", "AGENTS.md")
     mcp_tool_prefix: str | None = "mcp__amux__"

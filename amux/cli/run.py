@@ -36,8 +36,8 @@ def _parser() -> argparse.ArgumentParser:
                            epilog=_EPILOG,
                            usage="amux run [--dry-run] [--resume ID|last] [--as-user USER "
                            "[--pass-env NAME]...] [--endpoint URL --model NAME "
-                           "[--endpoint-api KIND] [--endpoint-key-env VAR]] [AGENT] "
-                           "[-- ARGS...]")
+                           "[--endpoint-api KIND] [--endpoint-key-env VAR] "
+                           "[--no-window-check]] [AGENT] [-- ARGS...]")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the launch plan as JSON and start nothing")
     parser.add_argument("--resume", metavar="ID", help="resume an amux session (its frozen "
@@ -66,6 +66,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--endpoint-key-env", metavar="VAR",
                         help="with --endpoint: the environment variable holding its API key "
                         "(default: none, for a local server); the key is never put in argv")
+    parser.add_argument("--no-window-check", action="store_true",
+                        help="with --endpoint (or resuming a session that has one): launch "
+                        "without comparing the model's context window with the agent's "
+                        "first request. By default amux asks the server what window the "
+                        "model gets (Ollama, llama.cpp, vLLM, a Gemini API; loading an Ollama "
+                        "model for up to 30 s as the agent would) and refuses a window "
+                        "smaller than the request, which the server would cut silently, "
+                        "naming the setting to raise; this option is for a server that "
+                        "misreports its window")
     parser.add_argument("agent", nargs="?", help=f"{agents}, or any command")
     return parser
 
@@ -85,8 +94,8 @@ def quick_parse(ours: list[str]) -> SimpleNamespace | None:
     argparse decide and explain (help, abbreviations, errors). Importing argparse and
     building its parser (a gettext lookup per help string) would cost every launch
     ~12 ms."""
-    values: dict[str, Any] = {"dry_run": False, "resume": None, "as_user": None,
-                              "pass_env": [], "endpoint": None, "model": None,
+    values: dict[str, Any] = {"dry_run": False, "no_window_check": False, "resume": None,
+                              "as_user": None, "pass_env": [], "endpoint": None, "model": None,
                               "endpoint_api": None, "endpoint_key_env": None, "agent": None}
     index = 0
     while index < len(ours):
@@ -97,8 +106,8 @@ def quick_parse(ours: list[str]) -> SimpleNamespace | None:
                 return None
             values["agent"] = token
             continue
-        if token == "--dry-run":
-            values["dry_run"] = True
+        if token in ("--dry-run", "--no-window-check"):
+            values[token[2:].replace("-", "_")] = True
             continue
         name, equals, value = token.partition("=")
         if name not in _VALUED:
@@ -162,6 +171,9 @@ def run_main(argv: list[str]) -> int:
         args = quick_parse(ours) or _parser().parse_args(ours)
         if args.pass_env and not args.as_user:
             raise InvalidArgument("--pass-env only applies with --as-user")
+        if args.no_window_check and args.endpoint is None and args.resume is None:
+            raise InvalidArgument("--no-window-check only applies with --endpoint (or "
+                                  "resuming a session that has one)")
         if args.resume is None and args.agent is None:
             raise InvalidArgument("name an AGENT for a new session, or --resume ID")
         if args.resume not in (None, "last") and args.agent is not None:
@@ -172,7 +184,8 @@ def run_main(argv: list[str]) -> int:
 
         return launch(amux_home(), RunRequest(args.agent, agent_args, args.resume,
                                               args.dry_run, args.as_user,
-                                              tuple(args.pass_env), _endpoint(args)))
+                                              tuple(args.pass_env), _endpoint(args),
+                                              window_check=not args.no_window_check))
     except AmuxError as error:  # PlanRefused too: an adapter's refusal is invalid_argument
         return report("amux run", error)
     except OSError as error:  # a full disk on the way (its state, its run directory)

@@ -9,7 +9,7 @@
 | `model_apis.py` | the four model APIs: history, usage, a canned reply |
 | `evidence.py` | what one session did: memory calls, writes outside memory, store, answer |
 | `classify.py` | one category per sample from its evidence, the note guide's flags beside it |
-| `context.py` | context windows: Ollama detection, refusal, truncated prompt counts |
+| `truncation.py` | truncated prompts in the endpoint's counts, after the run |
 | `workspace.py` | the temporary AMUX_HOME and Hub, the throwaway repository, snapshots |
 | `report.py` | pass rates and the rates beside them, the printed tables, the JSON report |
 | `progress.py` | progress on standard error: a rich bar on a terminal, plain lines otherwise |

@@ -1,8 +1,9 @@
 """How `amux eval live` runs each real agent CLI: what its adapter says, acted on here.
 
 The endpoint is the launcher's: every turn is `amux run --endpoint URL --model NAME
-AGENT -- …` (`Endpoint.launch_options`), so the adapter points the agent at the endpoint
-(the recording proxy in front of the user's base URL) exactly as it does for `amux run`.
+--no-window-check AGENT -- …` (`Endpoint.launch_options`), so the adapter points the agent
+at the endpoint (the recording proxy in front of the user's base URL) exactly as it does
+for `amux run`; the run checked the window itself, once.
 What one headless turn is (the agent's home under the run's root, never the user's; the
 arguments of one non-interactive turn; where its answer is) is the adapter's `headless`
 plan (`amux.adapters.base.Headless`): `prepare`, `turn_args` and `read_answer` act on it.
@@ -33,8 +34,10 @@ class Endpoint:
     passed to the agent, never written down."""
 
     def launch_options(self) -> tuple[list[str], dict[str, str]]:
-        """`amux run`'s options for this endpoint, and the environment holding its key."""
-        options = ["--endpoint", self.base_url, "--model", self.model]
+        """`amux run`'s options for this endpoint, and the environment holding its key;
+        without the launcher's window check (the run checked the window once, against
+        the agent's measured request)."""
+        options = ["--endpoint", self.base_url, "--model", self.model, "--no-window-check"]
         if self.credential is None:
             return options, {}
         variable, value = self.credential

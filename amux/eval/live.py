@@ -4,14 +4,17 @@
 2. **Capture**: the agent runs once through `amux run` against the recording proxy with no
    upstream (it answers "ok" itself), so its first request, with the real system prompt,
    the protocol and the full tool list, is measured before anything reaches the endpoint.
-3. **Window check** (`amux.eval.context`): refuse, naming the fix, when the endpoint serves
-   the model with a window smaller than that prompt.
+3. **Window check** (`amux.launcher.window`, as `amux run --endpoint` does it, with the
+   measured prompt and more patience): refuse, naming the fix, when the endpoint serves
+   the model with a window smaller than that prompt. The turns then pass
+   `--no-window-check`: the run checked once, with the better measure.
 4. **Samples**: for each scenario, N times: a fresh run root (throwaway git repository,
    agent home), the store reset to the scenario's seed, then each turn as its own
    `amux run AGENT -- <one non-interactive turn>` with the agent pointed at the proxy in
    front of the user's base URL. Evidence (`amux.eval.evidence`) and one category per
    sample (`amux.eval.classify`).
-5. **Report**: the endpoint's prompt counts checked for truncation, pass rates printed,
+5. **Report**: the endpoint's prompt counts checked for truncation (`amux.eval.truncation`),
+   pass rates printed,
    the JSON report written.
 
 Exit status (as `amux eval live --help` says): 0 the evaluation ran and its results
@@ -39,8 +42,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from amux.adapters import ADAPTERS
-from amux.adapters.base import Adapter, without_userinfo
-from amux.eval import context, model_apis
+from amux.adapters.base import ENDPOINT_API_OF, Adapter, without_userinfo
+from amux.eval import model_apis, truncation
 from amux.eval.agents import (
     KEY_VARIABLE,
     Endpoint,
@@ -58,11 +61,16 @@ from amux.eval.proxy import Proxy
 from amux.eval.report import VERSION, Result, Sample, print_table, totals, write_json
 from amux.eval.scenarios import BY_NAME, SCENARIOS, Scenario
 from amux.eval.workspace import EvalHub, HarnessError, changed, make_repository, snapshot
+from amux.launcher import endpoints, window
 
 DEFAULT_SAMPLES = 6
 DEFAULT_TIMEOUT = 600.0
 CAPTURE_PROMPT = "Reply with the single word: ok"
 EXIT_RAN, EXIT_FAILED, EXIT_CONTEXT = 0, 1, 3
+ASK_SECONDS = 10.0
+"""The harness's patience with each question to the endpoint (`amux run` has less)."""
+LOAD_SECONDS = 600.0
+"""How long Ollama may take to load the model before the run."""
 _WARNING = "amux run: warning: "
 _KEPT = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "USER", "LOGNAME", "SHELL", "PYTHONPATH",
          "SYSTEMROOT")
@@ -211,31 +219,36 @@ def _run(options: LiveOptions, agent: Adapter, binary: Path,
          given: tuple[str, str] | None, selected: list[Scenario], hub: EvalHub, runs: Path,
          report: dict[str, Any]) -> int:
     out = options.out or sys.stdout
-    problem = context.unreachable(options.base_url)
+    problem = endpoints.unreachable(options.base_url, ASK_SECONDS)
     if problem:
         raise HarnessError(problem)
     print(f"amux eval live: measuring the first request {agent.name} sends ...",
           file=options.progress or sys.stderr, flush=True)
     size = _capture(agent, binary, hub, runs / "capture", options)
     key = given[1] if given is not None and given[0] == KEY_VARIABLE else None
-    window = context.probe(options.base_url, options.model, key, api=agent.model_api)
-    refused = context.refusal(agent.name, options.model, size, window)
-    warning = context.tight(size, window)
+    found = window.probe(options.base_url, options.model, ENDPOINT_API_OF[agent.model_api],
+                         key, load_seconds=LOAD_SECONDS, ask_seconds=ASK_SECONDS)
+    prompt = window.Prompt(agent.name, size.estimated_tokens,
+                           f"{size.content_chars:,} characters of instructions, messages and "
+                           f"{size.tools} tool definitions, at 4 characters a token")
+    refused = window.refusal(options.model, prompt, found)
+    warning = window.tight(prompt, found)
     report["context"] = {
         "prompt": {"content_chars": size.content_chars, "tools": size.tools,
                    "tools_chars": size.tools_chars,
                    "instructions_chars": size.instructions_chars,
                    "estimated_tokens": size.estimated_tokens},
-        "window": context.window_json(window), "refused": refused, "warning": warning,
+        "window": {**found._asdict(), "ollama": found.ollama}, "refused": refused,
+        "warning": warning,
     }
     print(f"amux eval live: {agent.name} through amux run, model {options.model} at "
           f"{without_userinfo(options.base_url)}", file=out)
     print(f"prompt: about {size.estimated_tokens:,} tokens ({size.content_chars:,} "
           f"characters, {size.tools} tools); window: "
-          + (f"{window.tokens:,} tokens ({window.source})" if window.tokens else window.source),
-          file=out)
+          + (f"{found.tokens:,} tokens ({found.source})" if found.tokens
+             else f"unknown ({found.source})"), file=out)
     if refused:
-        print(refused, file=out)
+        print(f"amux eval: refusing to run: {refused}", file=out)
         return EXIT_CONTEXT
     if warning:
         print(f"warning: {warning}", file=out)
@@ -269,7 +282,7 @@ def _run(options: LiveOptions, agent: Adapter, binary: Path,
                 result.samples.append(Sample(number, outcome, turns, time.monotonic() - began))
                 progress.end(scenario.name, number, options.samples,
                              LABELS[outcome.category], outcome.flags)
-    truncated = context.pinned(counts, window)
+    truncated = truncation.pinned(counts, found)
     report["context"]["reported_prompt_tokens"] = {
         "first_requests": firsts, "min": min(firsts) if firsts else None,
         "max": max(firsts) if firsts else None, "pinned": truncated}

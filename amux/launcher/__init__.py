@@ -8,5 +8,6 @@ leftovers), `state` (frozen sessions), `supervise`, `planfiles` and `mirrors` (t
 and directories a plan gives the agent), `probe` (what adapters' hooks read),
 `userfiles` and `readfile` (the files of the user the agent runs as, read and written
 safely), `session_watch` (learning an agent's own session name from its files),
-`endpoints` (whether `--endpoint` answers). docs/launcher.md.
+`endpoints` (whether `--endpoint` answers), `window` (whether the model's context window
+holds the agent's first request). docs/launcher.md.
 """

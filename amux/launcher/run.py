@@ -10,7 +10,9 @@ token into the run directory, writes the plan's files, supervises the agent (no 
 learns the agent's own session, and cleans up however the agent ends. `--resume ID`
 prepares from the frozen state: the same binding, protocol, instructions and
 suppression, with a fresh token. Discovery failures are warnings and a session
-without memory; they never block the agent.
+without memory; they never block the agent. A launch against a model endpoint (new
+or resumed) is refused when nothing answers there, or when the model's context window
+cannot hold the agent's first request (`window`).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from pathlib import Path
 
 from amux.adapters import ADAPTERS, for_agent
 from amux.adapters.base import (
+    ENDPOINT_API_OF,
     ENDPOINT_APIS,
     Adapter,
     AgentRequest,
+    EndpointRefused,
     EndpointRequest,
     LaunchPlan,
     Memory,
@@ -50,6 +54,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from amux.launcher.window import Check
+
 
 
 class RunRequest(NamedTuple):
@@ -64,6 +70,9 @@ class RunRequest(NamedTuple):
     endpoint: EndpointRequest | None = None
     """`--endpoint URL --model NAME`: the model endpoint of a new session (frozen; a resume
     reuses it, and takes it again for the user and password its URL had)."""
+    window_check: bool = True
+    """Compare the endpoint's context window with the agent's first request before the
+    launch (`--no-window-check`: not)."""
 
 
 class Launch(NamedTuple):
@@ -89,6 +98,9 @@ class Launch(NamedTuple):
     files: UserFiles
     """How the agent user's files are read and written (an isolated run: as the target,
     by a helper process that `launch` ends)."""
+    window: Check | None = None
+    """The endpoint's context window against the agent's first request (None: no endpoint,
+    or not checked)."""
 
     @property
     def run_as(self) -> RunAs | None:
@@ -134,6 +146,7 @@ class Launch(NamedTuple):
             "run_dir": None if self.run_dir is None else str(self.run_dir.path),
             "mirrors": [dict(mirror._asdict()) for mirror in plan.mirrors],
             "warnings": list(plan.warnings),
+            "window": None if self.window is None else self.window.shown(),
         })
         return report
 
@@ -305,7 +318,8 @@ def _check_endpoint(request: RunRequest,
                     resumed: tuple[state.SessionState, Adapter] | None) -> None:
     """Refuse, before anything starts, a launch against a model endpoint where nothing
     answers (the agent would hang or fail with a message about something else); a dry
-    run starts nothing and asks nothing."""
+    run starts nothing and asks nothing here (its window check says when nothing
+    answers)."""
     endpoint = (request.endpoint if resumed is None
                 else _frozen_endpoint(resumed[0], request.endpoint))
     if endpoint is None or request.dry_run:
@@ -314,14 +328,42 @@ def _check_endpoint(request: RunRequest,
 
     problem = unreachable(endpoint.url)
     if problem:
-        url = without_userinfo(endpoint.url)
-        if resumed is None:
-            given, fix = f"--endpoint {url}", "or point --endpoint at one that runs"
-        else:
-            given, fix = (f"session {resumed[0].id}'s --endpoint {url}",
-                          "then resume again")
-        raise InvalidArgument(f"{given}: {problem}; start the model server "
+        fix = "or point --endpoint at one that runs" if resumed is None else "then resume again"
+        raise InvalidArgument(f"{_given(endpoint, resumed)}: {problem}; start the model server "
                               f"there (Ollama: `ollama serve`), {fix}")
+
+
+def _given(endpoint: EndpointRequest, resumed: tuple[state.SessionState, Adapter] | None) -> str:
+    """How a refusal names the endpoint: as given, or as the resumed session's."""
+    url = without_userinfo(endpoint.url)
+    return f"--endpoint {url}" if resumed is None else f"session {resumed[0].id}'s --endpoint {url}"
+
+
+def _check_window(request: RunRequest, resumed: tuple[state.SessionState, Adapter] | None,
+                  adapter: Adapter, endpoint: EndpointRequest | None, memory: bool,
+                  env: Mapping[str, str]) -> Check | None:
+    """The endpoint's context window against the agent's first request (its adapter's
+    measure), refused (`EndpointRefused`) when the window cannot hold it: the server would
+    cut its start, the instructions and the protocol, silently. A dry run asks too, but
+    loads no model (an Ollama model not loaded yet leaves the window unknown)."""
+    if endpoint is None or not request.window_check:
+        return None
+    from amux.launcher import window  # urllib: endpoint launches only
+
+    prompt = window.first_request(adapter, memory)
+    if prompt is None:
+        return None
+    key = env.get(endpoint.key_env) if endpoint.key_env else None
+    found = window.probe(endpoint.url, endpoint.model,
+                         endpoint.api or ENDPOINT_API_OF[adapter.model_api], key,
+                         load_seconds=None if request.dry_run else window.LOAD_SECONDS)
+    check = window.Check(endpoint.model, prompt, found)
+    refused = check.refused()
+    if refused:
+        again = "launch again" if resumed is None else "resume again"
+        raise EndpointRefused(f"{_given(endpoint, resumed)}: {refused}; then {again} "
+                              "(`--no-window-check` launches anyway)")
+    return check
 
 
 def _prepare(home: Path, request: RunRequest, client: Path,
@@ -396,6 +438,7 @@ def _prepare(home: Path, request: RunRequest, client: Path,
                        else session.agent_session),
         resume=not new, files_dir=str(agent_dir), endpoint=endpoint, user_settings=settings))
     plan = plan._replace(warnings=(*warnings, *probe.warnings, *plan.warnings))
+    checked = _check_window(request, resumed, adapter, endpoint, memory is not None, base_env)
     if new:
         session = session._replace(
             channel=plan.channel, instructions=plan.instructions,
@@ -404,7 +447,7 @@ def _prepare(home: Path, request: RunRequest, client: Path,
             not_resumable_reason=plan.not_resumable)
     return Launch(session, new, adapter, plan, base.then(plan.env).against(os.environ),
                   target, run_dir, agent_dir,
-                  state.writes(home, session.id) if new else (), files)
+                  state.writes(home, session.id) if new else (), files, checked)
 
 
 def launch(home: Path, request: RunRequest) -> int:
@@ -427,6 +470,9 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
         state.save(home, session)
     for warning in plan.warnings:
         _warn(warning)
+    said = None if launch.window is None else launch.window.said()
+    if said and session.endpoint is not None:
+        _warn(f"--endpoint {session.endpoint['url']}: {said}")
     issued = _wire(home, launch, client)
     files = launch.files
     try:

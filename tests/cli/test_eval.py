@@ -2,7 +2,7 @@
 
 Exit 3 both ways (refused before any sample; truncation seen after the run, the results
 reported all the same), an unreachable endpoint (1) and a missing --base-url (2) are in
-tests/eval/test_context.py; here the rest, against the help's own words.
+tests/eval/test_truncation.py; here the rest, against the help's own words.
 """
 
 from __future__ import annotations

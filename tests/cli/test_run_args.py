@@ -15,7 +15,8 @@ TOKENS = st.sampled_from(["--dry-run", "--resume", "--resume=ID", "--as-user", "
                           "--dry-run=1", "pi", "codex", "ID", "alice", "KEY", "-", "-x", "",
                           "--endpoint", "--endpoint=http://h/v1", "--model", "--model=m",
                           "--endpoint-api", "--endpoint-api=openai", "--endpoint-api=x",
-                          "openai", "anthropic", "--endpoint-key-env", "--endpoint"])
+                          "openai", "anthropic", "--endpoint-key-env", "--endpoint",
+                          "--no-window-check", "--no-window-check=1", "--no-window"])
 
 
 @given(st.lists(TOKENS, max_size=6))
@@ -31,10 +32,11 @@ def test_a_quick_parse_is_argparses(ours: list[str]) -> None:
 
 
 def test_plain_calls_are_quick_and_the_rest_is_argparses() -> None:
-    assert vars(quick_parse(["--dry-run", "--resume", "S", "--pass-env=A", "--pass-env", "B"])
-                or {}) == {"dry_run": True, "resume": "S", "as_user": None,
-                           "pass_env": ["A", "B"], "endpoint": None, "model": None,
-                           "endpoint_api": None, "endpoint_key_env": None, "agent": None}
+    assert vars(quick_parse(["--dry-run", "--resume", "S", "--pass-env=A", "--pass-env", "B",
+                             "--no-window-check"]) or {}) == {
+        "dry_run": True, "no_window_check": True, "resume": "S", "as_user": None,
+        "pass_env": ["A", "B"], "endpoint": None, "model": None, "endpoint_api": None,
+        "endpoint_key_env": None, "agent": None}
     assert quick_parse(["--as-user", "alice", "claude"]) is not None
     for ours in (["--help"], ["--dry"], ["--resume"], ["--resume", "--dry-run"], ["a", "b"]):
         assert quick_parse(ours) is None

@@ -29,8 +29,10 @@ memory consolidation concurrently with the first turn and exits before sending i
 turn ends at once.
 
 Other endpoints: `POST …/count_tokens` → `{"input_tokens": N}`, `POST …:countTokens`
-(Gemini) → `{"totalTokens": N}`, `GET /v1/models` → one model,
-`HEAD`/`GET` anything else → 200 `{}`; other `POST`s → 404 with an Anthropic-style error body.
+(Gemini) → `{"totalTokens": N}`, a `GET` of a path in `routes` → its JSON (what a llama.cpp
+or vLLM server says of its window: `tests/mockmodel/servers.py`), `GET /v1/models` → one
+model, `HEAD`/`GET` anything else → 200 `{}`; other `POST`s → 404 with an Anthropic-style
+error body.
 Every request, answered or not, is recorded (`requests`), headers in lower case.
 """
 
@@ -42,7 +44,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -150,8 +152,10 @@ class MockModel(LoopbackServer):
     """The server; a context manager. `scripts` is the queue of conversations (see module doc)."""
 
     def __init__(self, *scripts: Sequence[Step],
-                 is_side: Callable[[Recorded], bool] = default_is_side, port: int = 0) -> None:
+                 is_side: Callable[[Recorded], bool] = default_is_side, port: int = 0,
+                 routes: Mapping[str, Any] | None = None) -> None:
         self.is_side = is_side
+        self.routes = dict(routes or {})
         self._lock = threading.Condition()
         self._queue: deque[Script] = deque(list(script) for script in scripts)
         self._conversations: list[Script] = []
@@ -312,6 +316,9 @@ def _handler_for(model: MockModel) -> type[BaseHTTPRequestHandler]:
             elif path.endswith(":countTokens"):
                 status, content_type = 200, JSON
                 payload = json.dumps({"totalTokens": max(1, len(raw) // 4)}).encode()
+            elif path in model.routes and self.command in ("GET", "HEAD"):
+                status, content_type = 200, JSON
+                payload = json.dumps(model.routes[path]).encode()
             elif path.rstrip("/").endswith("/models") and self.command in ("GET", "HEAD"):
                 status, content_type = 200, JSON
                 payload = json.dumps({"object": "list", "data": [
