@@ -77,7 +77,7 @@ class ClaudeAdapter:
     display_name = "Claude Code"
     model_api: ModelApi = "anthropic"
     first_request: FirstRequest | None = FirstRequest(
-        "2.1.332", memory=RequestSize(51618, 12905), plain=RequestSize(49265, 12317))
+        "2.1.332", memory=RequestSize(52259, 13065), plain=RequestSize(49265, 12317))
     key_variables = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
     instruction_files = ("CLAUDE.md",)
     mcp_tool_prefix: str | None = "mcp__amux__"

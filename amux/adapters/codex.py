@@ -119,7 +119,7 @@ class CodexAdapter:
     display_name = "Codex"
     model_api: ModelApi = "responses"
     first_request: FirstRequest | None = FirstRequest(
-        "0.171.0", memory=RequestSize(46307, 11577), plain=RequestSize(39823, 9956))
+        "0.171.0", memory=RequestSize(46975, 11744), plain=RequestSize(39823, 9956))
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "AGENTS.override.md")
     mcp_tool_prefix: str | None = ""  # the tool's own name, in the namespace `mcp__amux`

@@ -176,7 +176,7 @@ class CopilotAdapter:
     display_name = "Copilot CLI"
     model_api: ModelApi = "chat"
     first_request: FirstRequest | None = FirstRequest(
-        "1.0.102", memory=RequestSize(53844, 13461), plain=RequestSize(49268, 12317))
+        "1.0.102", memory=RequestSize(54488, 13622), plain=RequestSize(49268, 12317))
     key_variables = ("COPILOT_PROVIDER_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md", "GEMINI.md")
     mcp_tool_prefix: str | None = "amux-"

@@ -168,7 +168,7 @@ class GeminiAdapter:
     display_name = "Gemini CLI"
     model_api: ModelApi = "gemini"
     first_request: FirstRequest | None = FirstRequest(
-        "0.61.0", memory=RequestSize(52801, 13201), plain=RequestSize(45885, 11472))
+        "0.61.0", memory=RequestSize(53442, 13361), plain=RequestSize(45885, 11472))
     key_variables = ("GEMINI_API_KEY",)
     instruction_files = ("GEMINI.md",)
     mcp_tool_prefix: str | None = "mcp_amux_"

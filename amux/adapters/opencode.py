@@ -173,7 +173,7 @@ class OpenCodeAdapter:
     display_name = "OpenCode"
     model_api: ModelApi = "chat"
     first_request: FirstRequest | None = FirstRequest(
-        "1.18.33", memory=RequestSize(35472, 8868), plain=RequestSize(30815, 7704))
+        "1.18.33", memory=RequestSize(36119, 9030), plain=RequestSize(30815, 7704))
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md")
     mcp_tool_prefix: str | None = "amux_"

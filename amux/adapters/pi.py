@@ -168,7 +168,7 @@ class PiAdapter:
     display_name = "Pi"
     model_api: ModelApi = "chat"
     first_request: FirstRequest | None = FirstRequest(
-        "0.73.1", memory=RequestSize(7168, 1792), plain=RequestSize(5663, 1416))
+        "0.73.1", memory=RequestSize(7177, 1795), plain=RequestSize(5663, 1416))
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md")
     mcp_tool_prefix: str | None = None  # the CLI channel: `amux memory …` in its bash tool

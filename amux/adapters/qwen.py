@@ -172,7 +172,7 @@ class QwenAdapter:
     display_name = "Qwen Code"
     model_api: ModelApi = "chat"
     first_request: FirstRequest | None = FirstRequest(
-        "0.24.4", memory=RequestSize(68140, 17035), plain=RequestSize(68394, 17099))
+        "0.24.4", memory=RequestSize(68781, 17196), plain=RequestSize(68394, 17099))
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("QWEN.md", "AGENTS.md")
     mcp_tool_prefix: str | None = "mcp__amux__"

@@ -28,7 +28,7 @@ from tests.mockmodel.servers import llama_cpp, vllm
 MODEL = "qwen3:14b"
 CODEX = ADAPTERS["codex"].first_request
 assert CODEX is not None
-CODEX_TOKENS = CODEX.memory.tokens  # 11,577 at Codex 0.171.0
+CODEX_TOKENS = CODEX.memory.tokens  # 11,744 at Codex 0.171.0 (protocol v2)
 
 
 def prompt(tokens: int, memory: bool = True) -> window.Prompt:
