@@ -92,7 +92,9 @@ class HubClient:
                 raise
         except (OSError, ValueError) as exc:
             where = f"{hub} ({self.connection.source})"
-            message = f"cannot reach the Hub at {where}: {exc}"
+            message = (f"cannot reach the Hub at {where}: {exc}; nothing was read or "
+                       "written (a Hub that is not running is started by its owner: amux "
+                       "hub start)")
             raise HubUnreachable(message) from None
 
     def call(self, path: str, body: dict[str, Any]) -> Any:

@@ -474,6 +474,8 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
     if said and session.endpoint is not None:
         _warn(f"--endpoint {session.endpoint['url']}: {said}")
     issued = _wire(home, launch, client)
+    hub_before = None if issued is None else wiring.hub_pid(issued)
+    hub_after = None
     files = launch.files
     try:
         env = launch.env.apply(os.environ)
@@ -488,11 +490,13 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
             watch = session_watch.SessionWatch(spec, files) if spec is not None else None
         except OSError as exc:
             raise _unprepared(exc, launch.agent_dir) from None
-        started = time.monotonic()
+        started, started_at = time.monotonic(), time.time()
         try:
             status = supervise(list(plan.argv), env, run_as=launch.run_as,
                                on_start=None if watch is None else watch.start)
         finally:
+            if issued is not None and hub_before is not None:
+                hub_after = wiring.hub_pid(issued)
             # Revoked first: nothing done in the agent user's files afterwards (which may
             # fail, or be stopped) can leave the agent's token valid.
             _unwire(issued, launch.run_dir)
@@ -512,6 +516,9 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
                  else None)
         print(closing_line(session, status, launch.adapter, seconds, cause),
               file=sys.stderr, flush=True)
+        if hub_before is not None and hub_after != hub_before:
+            print(hub_line(session.id, hub_before, hub_after, started_at),
+                  file=sys.stderr, flush=True)
         return status
     finally:
         _unwire(issued, launch.run_dir)
@@ -602,6 +609,23 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter,
     else:
         fix = adapter.quick_exit_hint or "check its own set-up: login, API key, model endpoint"
     return f"{line}\n{failed}; see its own message above. If it could not reach its model: {fix}"
+
+
+def hub_line(session_id: str, before: int, after: int | None, started_at: float) -> str:
+    """What failed when the Hub stopped or restarted while the agent ran: its memory calls
+    meanwhile (`hub_unreachable`), so what it said it saved since may not be in memory;
+    and what to do about it."""
+    since = time.strftime("%Y-%m-%dT%H:%M", time.localtime(started_at))
+    check = (f"`amux memory log --since {since}` shows what this session saved; resume "
+             f"it to redo the rest: amux run --resume {session_id}")
+    if after is None:
+        return ("amux run: the Hub stopped answering during this session: the agent's "
+                "memory calls after that failed (hub_unreachable), so what it said it saved "
+                "since is not in memory. Start the Hub (`amux hub start`, or any `amux "
+                f"memory` command for the local one), then {check}")
+    return (f"amux run: the Hub restarted during this session (pid {before}, now {after}): "
+            "the agent's memory calls while it was down failed (hub_unreachable). "
+            f"{check[:1].upper()}{check[1:]}")
 
 
 def _quick_exit_cause(launch: Launch, env: Mapping[str, str]) -> str | None:

@@ -173,6 +173,17 @@ def delegate(home: Path, binding: Binding, launched: Mapping[str, str]) -> Issue
     return Issued(token, connection)
 
 
+def hub_pid(issued: Issued) -> int | None:
+    """The pid of the Hub that issued `issued` as it answers now, None when none answers:
+    a launch compares it before and after its agent ran (a Hub that stopped or restarted
+    meanwhile failed the agent's memory calls). Never starts a Hub."""
+    try:
+        with HubClient(issued.connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
+            return int(hub.call("/v1/status", {})["pid"])
+    except (AmuxError, KeyError, TypeError, ValueError):
+        return None
+
+
 def _not_delegated(error: AmuxError) -> str:
     if error.code == "forbidden":
         return (f"the launcher's own token cannot mint the agent's ({error.message}): "

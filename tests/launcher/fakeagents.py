@@ -1,7 +1,7 @@
 """Small scripted agents named like the real ones (the adapter is chosen by the command's
 name), and `amux run` against a real Hub with them first on PATH: what the launcher tests
 drive. Each records what it was given; `FAKE_AGENT_ACTION` makes it use memory, list the
-files it found, wait or talk to a terminal."""
+files it found, wait, talk to a terminal or kill the Hub under its session."""
 
 from __future__ import annotations
 
@@ -27,6 +27,20 @@ if action == "tree":  # what is there as it starts (its run directory goes when 
     record["tree"] = subprocess.run(json.loads(os.environ["FAKE_AGENT_TREE"]),
                                     capture_output=True, text=True).stdout
 {keeps_session}
+if action == "kill-hub":  # the Hub dies under the session, then the agent saves
+    import signal, socket, time
+    os.kill(int(os.environ["FAKE_KILL_PID"]), signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # until its socket refuses
+        probe = socket.socket(socket.AF_UNIX)
+        try:
+            probe.connect(os.environ["FAKE_HUB_SOCKET"])
+        except OSError:
+            break
+        finally:
+            probe.close()
+        time.sleep(0.02)
+    action = "upsert"
 if action == "upsert":
     done = subprocess.run(["amux", "memory", "upsert", "notes/agent.md",
                            "--expected-revision", "absent"], input=b"written by the agent\\n",

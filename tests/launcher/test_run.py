@@ -15,6 +15,7 @@ import signal
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -181,6 +182,41 @@ def test_a_session_bound_to_an_earlier_protocol_keeps_it_on_resume(
     [prompt] = [a for a in second["argv"] if a.startswith("--append-system-prompt=")]
     assert prompt == "--append-system-prompt=" + frozen["instructions"]
     assert V1_PROTOCOL in prompt and PROTOCOL not in prompt
+
+
+def test_a_hub_killed_during_the_session_is_said_with_what_to_do(
+        hub: HubProcess, launcher: Launcher) -> None:
+    """Issue 37: the agent's save fails with hub_unreachable naming the fix, and the launch
+    ends saying what failed and what to do, not only "exit 0"."""
+    enable(hub)
+    done = launcher.run("pi", "--", "-p", "save this", env={  # pi: the client on PATH
+        "FAKE_AGENT_ACTION": "kill-hub", "FAKE_KILL_PID": str(hub.process.pid),
+        "FAKE_HUB_SOCKET": hub.socket_path})
+    assert done.returncode == 0, done.stderr
+    [record] = launcher.records()
+    assert record["upsert"]["code"] == 4, record
+    assert json.loads(record["upsert"]["out"])["error"]["code"] == "hub_unreachable"
+    assert "nothing was read or written" in record["upsert"]["err"]
+    assert "amux hub start" in record["upsert"]["err"]
+    [session] = launcher.sessions()
+    lines = done.stderr.strip().splitlines()
+    assert lines[-2].startswith(f"amux run: session {session.name} ended (exit 0")
+    assert lines[-1].startswith("amux run: the Hub stopped answering during this session: "
+                                "the agent's memory calls after that failed")
+    assert "amux hub start" in lines[-1] and "amux memory log --since " in lines[-1]
+    assert lines[-1].endswith(f"amux run --resume {session.name}")
+
+
+def test_a_hub_restarted_during_the_session_is_said() -> None:
+    from amux.launcher.run import hub_line
+
+    started = time.mktime((2026, 12, 5, 9, 30, 0, 0, 0, -1))
+    line = hub_line("20261205-093000-abcdef", 100, 200, started)
+    assert line == (
+        "amux run: the Hub restarted during this session (pid 100, now 200): the agent's "
+        "memory calls while it was down failed (hub_unreachable). `amux memory log --since "
+        "2026-12-05T09:30` shows what this session saved; resume it to redo the rest: amux "
+        "run --resume 20261205-093000-abcdef")
 
 
 def test_a_session_without_binding_never_adopts_memory(hub: HubProcess,
