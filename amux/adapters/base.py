@@ -441,6 +441,12 @@ class Adapter(Protocol):
         ...
 
     @property
+    def exit_meanings(self) -> Mapping[int, str]:
+        """What an exit status of the agent's own means, with the fix (Gemini CLI's 55: the
+        folder is not trusted), said in place of any guess about its model; empty: none."""
+        ...
+
+    @property
     def model_api(self) -> ModelApi:
         """The API the agent speaks to its usual model endpoint."""
         ...
@@ -555,6 +561,10 @@ def no_unpacked_code(adapter: object, env: Mapping[str, str],
                      version: str | None) -> tuple[str, ...]:
     """`unpacked_code` of an agent whose installed files are its code."""
     return ()
+
+
+NO_EXIT_MEANINGS: Mapping[int, str] = MappingProxyType({})
+"""`exit_meanings` of an agent whose exit statuses say nothing amux can name."""
 
 
 def no_quick_exit_cause(adapter: object, argv: tuple[str, ...], probe: Probe,

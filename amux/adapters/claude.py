@@ -32,6 +32,7 @@ from collections.abc import Mapping
 
 from amux.adapters.base import (
     MEMORY_TOOLS,
+    NO_EXIT_MEANINGS,
     NO_KEY,
     PROMPT,
     AgentRequest,
@@ -107,6 +108,7 @@ class ClaudeAdapter:
           for name in MODEL_VARIABLES),
     )
     package: str | None = "@anthropic-ai/claude-code"
+    exit_meanings: Mapping[int, str] = NO_EXIT_MEANINGS
     quick_exit_hint = ("log in (`claude`, then /login), or set ANTHROPIC_API_KEY, or point it "
                        "at a model server: `amux run --endpoint URL --model NAME claude`")
 

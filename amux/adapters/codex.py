@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 
 from amux.adapters.base import (
     ENDPOINT_PROVIDER,
+    NO_EXIT_MEANINGS,
     NOT_RESUMABLE,
     PROMPT,
     AgentRequest,
@@ -148,6 +149,7 @@ class CodexAdapter:
                        "env_key", "env_http_headers")),
     )
     package: str | None = "@openai/codex"
+    exit_meanings: Mapping[int, str] = NO_EXIT_MEANINGS
     quick_exit_hint = ("log in (`codex login`), or set OPENAI_API_KEY, or point it at a "
                        "model server: `amux run --endpoint URL --model NAME codex`")
 

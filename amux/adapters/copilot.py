@@ -64,6 +64,7 @@ from collections.abc import Mapping
 
 from amux.adapters.base import (
     MEMORY_TOOLS,
+    NO_EXIT_MEANINGS,
     NO_KEY,
     NOTHING,
     PROMPT,
@@ -210,6 +211,7 @@ class CopilotAdapter:
                        "COPILOT_ALLOW_ALL")),
     )
     package: str | None = "@github/copilot"
+    exit_meanings: Mapping[int, str] = NO_EXIT_MEANINGS
     quick_exit_hint = ("log in (`copilot`, then /login, or set COPILOT_GITHUB_TOKEN to a "
                        "fine-grained token; classic ghp_ tokens are refused), or point it at a "
                        "model server: `amux run --endpoint URL --model NAME copilot`")

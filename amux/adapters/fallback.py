@@ -7,8 +7,10 @@ instruction channel or its native memory, so it promises nothing about either.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 from amux.adapters.base import (
+    NO_EXIT_MEANINGS,
     AgentRequest,
     Channel,
     EndpointRefused,
@@ -42,6 +44,7 @@ class FallbackAdapter:
     version_args: tuple[str, ...] | None = None
     probe_env = EnvPatch()
     requires: tuple[Requirement, ...] = ()
+    exit_meanings: Mapping[int, str] = NO_EXIT_MEANINGS
     quick_exit_hint: str | None = None
     package: str | None = None
 

@@ -202,6 +202,11 @@ class GeminiAdapter:
         Requirement("setting", "selectedType", "an endpoint launch uses API-key auth"),
     )
     package: str | None = "@google/gemini-cli"
+    exit_meanings: Mapping[int, str] = MappingProxyType({55: (
+        "Gemini CLI does not trust this folder (its exit 55: FatalUntrustedWorkspaceError), "
+        "so it ran nothing; trust the folder once in Gemini's interactive mode (`amux run "
+        "gemini` here, then answer its trust question), or let this run skip the check: "
+        "amux run gemini -- --skip-trust …")})
     quick_exit_hint = ("log in (`gemini`, then choose a sign-in), or set GEMINI_API_KEY, or "
                        "point it at a Gemini API server: `amux run --endpoint URL --model NAME "
                        "gemini`")

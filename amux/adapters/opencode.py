@@ -40,6 +40,7 @@ from amux.adapters import jsonc
 from amux.adapters.base import (
     ENDPOINT_PROVIDER,
     MEMORY_TOOLS,
+    NO_EXIT_MEANINGS,
     NO_KEY,
     NOT_RESUMABLE,
     NOTHING,
@@ -212,6 +213,7 @@ class OpenCodeAdapter:
           for name in _LAUNCHER_ONLY if name != CONTENT),
     )
     package: str | None = "opencode-ai"
+    exit_meanings: Mapping[int, str] = NO_EXIT_MEANINGS
     quick_exit_hint = ("log in to a provider (`opencode providers login`; `opencode providers "
                        "list` shows them) and choose a model (`-m provider/model`), or point it "
                        "at a model server: `amux run --endpoint URL --model NAME opencode`")

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 
 from amux.adapters.base import (
     ENDPOINT_PROVIDER,
+    NO_EXIT_MEANINGS,
     NO_KEY,
     PROMPT,
     AgentRequest,
@@ -189,6 +190,7 @@ class PiAdapter:
         Requirement("setting", "registerProvider", "`amux run --endpoint` reaches Pi"),
     )
     package: str | None = "@mariozechner/pi-coding-agent"
+    exit_meanings: Mapping[int, str] = NO_EXIT_MEANINGS
     quick_exit_hint = ("set the key of its provider (e.g. ANTHROPIC_API_KEY, or `pi` then "
                        "/login), or point it at a model server: `amux run --endpoint URL "
                        "--model NAME pi`")

@@ -47,6 +47,7 @@ from collections.abc import Mapping
 
 from amux.adapters import jsonc
 from amux.adapters.base import (
+    NO_EXIT_MEANINGS,
     NO_KEY,
     NOTHING,
     PROMPT,
@@ -206,6 +207,7 @@ class QwenAdapter:
           (SYSTEM_SETTINGS, SYSTEM_DEFAULTS)),
     )
     package: str | None = "@qwen-code/qwen-code"
+    exit_meanings: Mapping[int, str] = NO_EXIT_MEANINGS
     quick_exit_hint = ("set OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL (or choose an auth "
                        "type in ~/.qwen/settings.json), or point it at a model server: "
                        "`amux run --endpoint URL --model NAME qwen`; note that Qwen Code "

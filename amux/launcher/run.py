@@ -588,8 +588,10 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter,
                  seconds: float, cause: str | None = None) -> str:
     """What amux says when the agent ended: the amux session and how to resume it (the
     agent's own resume hint, `claude --resume <uuid>`, would bypass the frozen state).
-    After a quick failure, also its `cause` when the launch told one; else no cause is
-    claimed, only what to do if the agent's own message says it could not reach its model."""
+    An exit status the agent's own code gives a meaning (`Adapter.exit_meanings`) is said
+    as such. After a quick failure, also its `cause` when the launch told one; else no cause
+    is claimed, only what to do if the agent's own message says it could not reach its
+    model."""
     ended = f"amux run: session {session.id} ended (exit {status} after {seconds:.1f} s)"
     if not session.resumable:
         line = f"{ended}; it cannot be resumed: {session.not_resumable_reason}"
@@ -597,6 +599,9 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter,
         line = f"{ended}; it cannot be resumed: {session.adapter}'s own session id is unknown"
     else:
         line = f"{ended}; resume it with: amux run --resume {session.id}"
+    meaning = adapter.exit_meanings.get(status) if status else None
+    if meaning:  # the agent's own code says why: no guess about its model
+        return f"{line}\namux run: {os.path.basename(session.agent)} exited {status}: {meaning}"
     if status == 0 or seconds >= QUICK_EXIT_SECONDS:
         return line
     failed = (f"amux run: {os.path.basename(session.agent)} failed within "

@@ -32,6 +32,7 @@ from tests.e2e.story import (
     PROMPTS,
     USER_MCP,
     amux_run,
+    bounded,
     check_store_story,
     gemini_declared,
     mcp_results,
@@ -288,3 +289,26 @@ def test_a_launch_asked_to_stop_ends_interactive_gemini_and_cleans_up(
     assert tokens() == before
     assert not list(memory_hub.home.glob("sessions/*/gemini-home"))
     assert not any((memory_hub.home / "run" / "agents").iterdir())
+
+
+def test_an_untrusted_folder_is_said_as_gemini_says_it_not_blamed_on_the_model(
+        memory_hub: HubProcess, tmp_path: Path) -> None:
+    """Issue 37: headless Gemini in a folder it does not trust exits 55 at once; amux's
+    closing line says what Gemini said and the fix that works, not "check the model"."""
+    with MockModel([Text("Hello.")]) as model:
+        env = {key: value for key, value in user_env(tmp_path, model).items()
+               if key != "GEMINI_CLI_TRUST_WORKSPACE"}  # a user who never trusted it
+        work = tmp_path / "work"
+        work.mkdir()
+        refused = bounded([sys.executable, "-m", "amux", "run", str(npm_bin("gemini")), "--",
+                           "-p", "Hi."], {**env, "AMUX_HOME": str(memory_hub.home)}, work)
+        assert refused.returncode == 55, refused.stderr
+        lines = refused.stderr.strip().splitlines()
+        assert lines[-1].startswith("amux run: gemini exited 55: Gemini CLI does not trust "
+                                    "this folder"), lines[-3:]
+        assert "--skip-trust" in lines[-1]
+        assert "could not reach its model" not in refused.stderr
+        # The fix it names works.
+        done = gemini_run(memory_hub, env, work, "--skip-trust", "-p", "Hi.")
+        assert done.returncode == 0
+    assert len(model.main()) == 1  # the refused run never asked the model
