@@ -20,11 +20,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from amux import __version__
 from amux.adapters import ADAPTERS, for_agent
 from amux.adapters.base import (
     ENDPOINT_API_OF,
@@ -474,7 +476,11 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
     if said and session.endpoint is not None:
         _warn(f"--endpoint {session.endpoint['url']}: {said}")
     issued = _wire(home, launch, client)
-    hub_before = None if issued is None else wiring.hub_pid(issued)
+    hub_before = None if issued is None else wiring.hub_instance(issued)
+    if hub_before is not None and hub_before.version != __version__:
+        _warn(f"the Hub runs amux {hub_before.version} and this is amux {__version__} (it "
+              "was upgraded or reinstalled since the Hub started): restart the Hub when no "
+              "session uses it: amux hub stop && amux hub start")
     hub_after = None
     files = launch.files
     try:
@@ -496,7 +502,7 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
                                on_start=None if watch is None else watch.start)
         finally:
             if issued is not None and hub_before is not None:
-                hub_after = wiring.hub_pid(issued)
+                hub_after = wiring.hub_instance(issued)
             # Revoked first: nothing done in the agent user's files afterwards (which may
             # fail, or be stopped) can leave the agent's token valid.
             _unwire(issued, launch.run_dir)
@@ -517,8 +523,8 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
         print(closing_line(session, status, launch.adapter, seconds, cause),
               file=sys.stderr, flush=True)
         if hub_before is not None and hub_after != hub_before:
-            print(hub_line(session.id, hub_before, hub_after, started_at),
-                  file=sys.stderr, flush=True)
+            print(hub_line(session.id, hub_before.pid, hub_after and hub_after.pid,
+                           started_at), file=sys.stderr, flush=True)
         return status
     finally:
         _unwire(issued, launch.run_dir)
@@ -599,6 +605,9 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter,
         line = f"{ended}; it cannot be resumed: {session.adapter}'s own session id is unknown"
     else:
         line = f"{ended}; resume it with: amux run --resume {session.id}"
+    stopped = _stopped_by(status)
+    if stopped:  # asked to stop (Ctrl-C, a kill): no failure to explain
+        return f"{line}\namux run: {os.path.basename(session.agent)} was stopped by {stopped}"
     meaning = adapter.exit_meanings.get(status) if status else None
     if meaning:  # the agent's own code says why: no guess about its model
         return f"{line}\namux run: {os.path.basename(session.agent)} exited {status}: {meaning}"
@@ -614,6 +623,20 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter,
     else:
         fix = adapter.quick_exit_hint or "check its own set-up: login, API key, model endpoint"
     return f"{line}\n{failed}; see its own message above. If it could not reach its model: {fix}"
+
+
+STOP_SIGNALS = {signal.SIGINT: "SIGINT (Ctrl-C)", signal.SIGTERM: "SIGTERM",
+                signal.SIGHUP: "SIGHUP (its terminal went away)",
+                signal.SIGQUIT: "SIGQUIT", signal.SIGKILL: "SIGKILL"}
+"""The signals that stop an agent on purpose, as the closing line names them."""
+
+
+def _stopped_by(status: int) -> str | None:
+    """The stop signal an exit status says the agent ended on (128+N), else None."""
+    try:
+        return STOP_SIGNALS.get(signal.Signals(status - 128)) if status > 128 else None
+    except ValueError:
+        return None
 
 
 def hub_line(session_id: str, before: int, after: int | None, started_at: float) -> str:

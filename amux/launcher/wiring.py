@@ -173,13 +173,19 @@ def delegate(home: Path, binding: Binding, launched: Mapping[str, str]) -> Issue
     return Issued(token, connection)
 
 
-def hub_pid(issued: Issued) -> int | None:
-    """The pid of the Hub that issued `issued` as it answers now, None when none answers:
-    a launch compares it before and after its agent ran (a Hub that stopped or restarted
-    meanwhile failed the agent's memory calls). Never starts a Hub."""
+class HubInstance(NamedTuple):
+    pid: int
+    version: str
+
+
+def hub_instance(issued: Issued) -> HubInstance | None:
+    """The Hub that issued `issued` as it answers now (its pid and amux version), None when
+    none answers: a launch compares it before and after its agent ran (a Hub that stopped
+    or restarted meanwhile failed the agent's memory calls). Never starts a Hub."""
     try:
         with HubClient(issued.connection, timeout=DISCOVERY_TIMEOUT_SECONDS) as hub:
-            return int(hub.call("/v1/status", {})["pid"])
+            status = hub.call("/v1/status", {})
+        return HubInstance(int(status["pid"]), str(status.get("version")))
     except (AmuxError, KeyError, TypeError, ValueError):
         return None
 

@@ -21,11 +21,12 @@ from typing import Any
 
 import pytest
 
+from amux import __version__
 from amux.adapters import ADAPTERS
 from amux.protocol.render import version
 from tests.agentlog import check_writes, find, listed, tree, wait_for_pid
 from tests.hostile import fill, small_tmpfs
-from tests.hubproc import HubProcess
+from tests.hubproc import HubProcess, amux
 from tests.job import as_job
 from tests.launcher.fakeagents import Launcher, enable, sessions_cli
 
@@ -398,8 +399,11 @@ def test_cleanup_runs_however_the_agent_ends(hub: HubProcess, launcher: Launcher
     agent = wait_for_pid(launcher.log)
     target, signum = how.split()
     os.kill(agent if target == "agent" else process.pid, getattr(signal, signum))
-    process.communicate(timeout=60)
+    _, err = process.communicate(timeout=60)
     assert process.returncode == 128 + getattr(signal, signum)  # the agent's fate, passed on
+    # Stopped within seconds on purpose: said as such, never "could not reach its model".
+    assert err.strip().splitlines()[-1].startswith(f"amux run: pi was stopped by {signum}")
+    assert "could not reach its model" not in err
     with pytest.raises(ProcessLookupError):
         os.kill(agent, 0)
     assert_cleaned_up(hub, tokens_before)
@@ -747,3 +751,27 @@ def test_a_full_disk_is_storage_unavailable_not_a_usage_error(hub: HubProcess,
     assert not (hub.home / "log" / "cli-errors.log").exists()
     assert len(live_tokens(hub)) == before
     assert not launcher.log.exists()  # the agent never started
+
+
+OLD_HUB = ("import sys, amux; amux.__version__ = '0.0.1'; "
+           "from amux.hub.server import main; sys.exit(main(sys.argv[1:]))")
+"""A Hub of an older amux: the same code reporting another version (as after an upgrade)."""
+
+
+def test_a_hub_of_another_amux_version_is_said_with_how_to_restart_it(
+        short_home: Path, tmp_path: Path) -> None:
+    hub = subprocess.Popen([sys.executable, "-c", OLD_HUB, str(short_home)],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert hub.stdout is not None
+        assert json.loads(hub.stdout.readline())["version"] == "0.0.1"
+        launcher = Launcher(short_home, tmp_path)
+        amux(short_home, "system", "config", "set", "memory.enabled", "true")
+        done = launcher.run("claude", "--", "-p", "one")
+        assert done.returncode == 0, done.stderr
+        assert (f"amux run: warning: the Hub runs amux 0.0.1 and this is amux {__version__}"
+                in done.stderr)
+        assert "amux hub stop && amux hub start" in done.stderr
+    finally:
+        hub.terminate()
+        hub.communicate(timeout=30)
