@@ -31,10 +31,12 @@ import socket
 import stat
 import sys
 import threading
+import time
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import amux
 from amux import __version__, daemon, pidfile, sockdir
 from amux.daemon import DETACH
 from amux.durable import write_file_atomic
@@ -79,6 +81,8 @@ class Hub:
         self.pid_path = pid_path(home)
         self._ensure_owner(owner or _default_owner())
         self._reload = threading.Event()
+        self._next_install_check = 0.0
+        self._code_missing = False
         self._loop: EventLoop | None = None
         self._shared_path: Path | None = None
         self._tls_address: str | None = None
@@ -189,7 +193,7 @@ class Hub:
             try:
                 print(json.dumps(self.status()), flush=True)  # the readiness line
                 _silence_stdout()  # a starter may close its end of stdout once it read the line
-                self._loop.run(tick=self._maybe_reload)
+                self._loop.run(tick=self._tick)
             finally:
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
@@ -228,10 +232,31 @@ class Hub:
                 raise
             log.warning("%s", fault.message)
 
-    def _maybe_reload(self) -> None:
+    def _tick(self) -> None:
+        """Every pass of the loop: a reload asked for by SIGHUP, and whether amux is still
+        installed (`_installed`)."""
         if self._reload.is_set():
             self._reload.clear()
             self._reload_config()
+        now = time.monotonic()
+        if now >= self._next_install_check:
+            self._next_install_check = now + INSTALL_CHECK_SECONDS
+            self._check_installed()
+
+    def _check_installed(self) -> None:
+        """A Hub whose amux was uninstalled (its code gone from disk at two checks in a
+        row: an upgrade's brief gap is not one) stops, so nothing of a removed amux keeps
+        running; a new install starts its own Hub on demand."""
+        code = Path(amux.__file__)
+        if code.exists():
+            self._code_missing = False
+            return
+        if not self._code_missing:
+            self._code_missing = True
+            return
+        log.warning("amux was uninstalled (%s is gone): the Hub stops", code)
+        if self._loop is not None:
+            self._loop.stop()
 
     def _reload_config(self) -> None:
         try:
@@ -282,6 +307,10 @@ def _default_owner() -> str:
     """The owner principal is named after the Hub's Unix user (made a valid id)."""
     name = "".join(c if c.isalnum() or c in "._-" else "-" for c in getpass.getuser().lower())
     return name.lstrip("._-")[:64] or "owner"
+
+
+INSTALL_CHECK_SECONDS = 30.0
+"""How often the Hub looks whether amux is still installed (`Hub._check_installed`)."""
 
 
 def main(argv: list[str] | None = None) -> int:

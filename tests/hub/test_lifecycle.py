@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -222,3 +223,36 @@ def test_a_package_planted_in_the_starters_directory_never_runs(short_home: Path
     finally:
         assert run([installed, "hub", "stop"]).returncode == 0
     assert not mark.exists()
+
+
+SOURCE = Path(__file__).resolve().parents[2] / "amux"
+"""amux's own code, copied as an install the test then removes."""
+UNINSTALLED_HUB = ("import sys; import amux.hub.server as server; "
+                   "server.INSTALL_CHECK_SECONDS = 0.2; sys.exit(server.main(sys.argv[1:]))")
+"""The Hub, looking for its own code five times a second instead of every 30 s."""
+
+
+def test_a_hub_whose_amux_was_uninstalled_stops(short_home: Path, tmp_path: Path) -> None:
+    """Issue 37: after `pipx uninstall amux` nothing of amux keeps running: the Hub finds
+    its code gone from disk and stops cleanly (socket and pid file removed)."""
+    install = tmp_path / "site"
+    shutil.copytree(SOURCE, install / "amux",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    hub = subprocess.Popen([sys.executable, "-c", UNINSTALLED_HUB, str(short_home)],
+                           env={**os.environ, "PYTHONPATH": str(install)},
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           cwd=tmp_path)
+    try:
+        assert hub.stdout is not None
+        status = json.loads(hub.stdout.readline())
+        assert status["running"] is True
+        shutil.rmtree(install / "amux")  # what an uninstall does to the Hub's code
+        _, err = hub.communicate(timeout=20)
+    finally:
+        if hub.poll() is None:
+            hub.kill()
+            hub.communicate(timeout=20)
+    assert hub.returncode == 0, err
+    assert f"amux was uninstalled ({install / 'amux' / '__init__.py'} is gone)" in err
+    assert not (short_home / "run" / "hub.sock").exists()
+    assert not (short_home / "run" / "hub.pid").exists()
