@@ -15,6 +15,7 @@ import os
 import sys
 
 from amux.client.args import Arg, Command, Parser, UsageError
+from amux.client.revisions import log, resolve
 from amux.client.transport import HubClient, hub_client
 from amux.encoding import encode
 from amux.errors import AmuxError, InvalidArgument, NotFound, NotUtf8
@@ -84,7 +85,8 @@ def _search(client: HubClient, args: Any) -> Any:
 def _show(client: HubClient, args: Any) -> Any:
     if args.revision is not None:
         return client.call("/v1/memory/version", {
-            "path": args.path, "revision": back(client, args.path, args.revision)})
+            "path": args.path, "revision": resolve(client, args.path, args.revision,
+                                                   "--revision")})
     return client.call("/v1/memory/get", {
         "path": args.path, "start_line": args.start_line, "end_line": args.end_line,
         "offset": args.offset,
@@ -94,13 +96,16 @@ def _show(client: HubClient, args: Any) -> Any:
 def _upsert(client: HubClient, args: Any) -> Any:
     return client.call("/v1/memory/upsert", {
         "path": args.path, "content": _read_content(args.file),
-        "expected_revision": args.expected_revision,
+        "expected_revision": resolve(client, args.path, args.expected_revision,
+                                     "--expected-revision"),
     })
 
 
 def _forget(client: HubClient, args: Any) -> Any:
     return client.call("/v1/memory/forget", {
-        "path": args.path, "expected_revision": args.expected_revision,
+        "path": args.path, "expected_revision": resolve(client, args.path,
+                                                        args.expected_revision,
+                                                        "--expected-revision"),
     })
 
 
@@ -120,32 +125,32 @@ def _log(client: HubClient, args: Any) -> Any:
     for key in ("limit", "before", "session"):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
-    if args.principal is not None:
-        return client.call("/v1/admin/history", {**body, "action": "log",
-                                                  "principal": args.principal})
-    return client.call("/v1/memory/log", body)
+    return log(client, body, args.principal)
 
 
 def _purge(client: HubClient, args: Any) -> Any:
     body = {"action": "purge", "path": args.path}
     if args.principal is not None:
         body["principal"] = args.principal
-    if args.revision is not None:  # `@N`: in the owner's own scope
-        body["revision"] = back(client, args.path, args.revision)
+    if args.revision is not None:
+        body["revision"] = resolve(client, args.path, args.revision, "--revision",
+                                   args.principal)
     return client.call("/v1/admin/history", body)
 
 
 def _diff(client: HubClient, args: Any) -> Any:
     result = client.call("/v1/memory/diff", {
-        "path": args.path, "from_revision": back(client, args.path, args.from_revision),
-        "to_revision": back(client, args.path, args.to_revision)})
+        "path": args.path, "from_revision": resolve(client, args.path, args.from_revision,
+                                                    "FROM"),
+        "to_revision": resolve(client, args.path, args.to_revision, "TO")})
     return result if args.pretty else str(result["diff"]).encode("utf-8")
 
 
 def _restore(client: HubClient, args: Any) -> Any:
     return client.call("/v1/memory/restore", {
-        "path": args.path, "revision": back(client, args.path, args.revision),
-        "expected_revision": back(client, args.path, args.expected_revision)})
+        "path": args.path, "revision": resolve(client, args.path, args.revision, "--revision"),
+        "expected_revision": resolve(client, args.path, args.expected_revision,
+                                     "--expected-revision")})
 
 
 def _edit(client: HubClient, args: Any) -> Any:
@@ -187,20 +192,21 @@ COMMANDS: dict[str, Command] = {
         Arg("--end-line", "1-based last line (inclusive)", type=int, default=0),
         Arg("--offset", "continue at next_offset of a truncated page", type=int),
         Arg("--revision", "the whole document as it was at this revision (from `amux "
-            "memory log`; @1: before its newest change)"),
+            "memory log`; its first 4 or more digits do; @1: before its newest change)"),
         run=_on_hub(_show)),
     "upsert": Command(
         "create or replace a whole document; use it when asked to remember, when a "
         "preference is corrected or a lesson verified (format: .amux/guide.md)",
         Arg("path", PATH_HELP),
-        Arg("--expected-revision", "the revision you read, or 'absent' to create",
-            required=True),
+        Arg("--expected-revision", "the revision you read (its first 4 or more digits do), "
+            "or 'absent' to create", required=True),
         Arg("--file", "read UTF-8 Markdown from this file (default: stdin)"),
         run=_on_hub(_upsert)),
     "forget": Command(
         "delete one document; use it when a memory proves wrong or stale",
         Arg("path", PATH_HELP),
-        Arg("--expected-revision", "the revision you read", required=True),
+        Arg("--expected-revision", "the revision you read (its first 4 or more digits do)",
+            required=True),
         run=_on_hub(_forget)),
     "export": Command("write one whole document to stdout", Arg("path", PATH_HELP),
         run=_on_hub(_export)),
@@ -226,17 +232,17 @@ COMMANDS: dict[str, Command] = {
         "a unified diff between two versions of a document (default: its newest change)",
         Arg("path", PATH_HELP),
         Arg("from_revision", "the older version (default: the one before the newest "
-            "change; 'absent' for none; @N: N changes before the newest)", nargs="?",
-            metavar="REV"),
+            "change; 'absent' for none; @N: N changes before the newest; a revision's "
+            "first 4 or more digits do)", nargs="?", metavar="FROM"),
         Arg("to_revision", "the newer version (default: the newest change's)", nargs="?",
-            metavar="REV"),
+            metavar="TO"),
         run=_on_hub(_diff)),
     "restore": Command(
         "write a past version back, as an ordinary conditional write (a forgotten "
         "document too: --expected-revision absent)",
         Arg("path", PATH_HELP),
-        Arg("--revision", "the version to restore (from `amux memory log PATH`; @1: the one "
-            "before the newest change)", required=True),
+        Arg("--revision", "the version to restore (from `amux memory log PATH`, its first 4 "
+            "or more digits do; @1: the one before the newest change)", required=True),
         Arg("--expected-revision", "the current revision, 'absent', or @0 (the newest in "
             "history: refused if the document changed since)", required=True),
         run=_on_hub(_restore)),
@@ -245,7 +251,8 @@ COMMANDS: dict[str, Command] = {
         "document's past but its current content, e.g. a secret written by hand and since "
         "removed; nothing under AMUX_HOME yields those bytes afterwards",
         Arg("path", PATH_HELP),
-        Arg("--revision", "only this version (from `amux memory log PATH`)"),
+        Arg("--revision", "only this version (from `amux memory log PATH`; its first 4 or "
+            "more digits do)"),
         Arg("--principal", "in that principal's scope (default: yours)"),
         run=_on_hub(_purge)),
     "edit": Command("edit a document in $VISUAL/$EDITOR, then save it conditionally "
@@ -267,23 +274,6 @@ PARSER = Parser(
     "stderr.",
     COMMANDS, {"--pretty": "output for people instead of compact JSON (before or after "
                          "the command)"})
-
-
-def back(client: HubClient, path: str, revision: str | None) -> str | None:
-    """A revision as given, or for `@N` the one `path` had N changes before its newest in
-    history (`@0`: the newest; a forgotten document's newest is `absent`). Not `~N`, which
-    shells expand."""
-    if revision is None or not revision.startswith("@"):
-        return revision
-    if not revision[1:].isdigit():
-        raise InvalidArgument(f"{revision!r}: a revision, or @N for N changes "
-                              "before the newest (@0 the newest, @1 the one before)")
-    steps = int(revision[1:])
-    changes = client.call("/v1/memory/log", {"path": path, "limit": steps + 1})["changes"]
-    if len(changes) <= steps:
-        raise NotFound(f"{path} has {len(changes)} change(s) in history, so no "
-                       f"{revision}; `amux memory log {path}` lists them")
-    return str(changes[steps]["revision"])
 
 
 def since(when: str, now: float | None = None) -> float:
