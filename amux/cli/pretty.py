@@ -85,10 +85,7 @@ def render(value: Any) -> None:
     elif isinstance(value, dict) and "diff" in value:  # memory diff
         console.print(value["diff"] or f"{value['path']}: no difference", markup=False,
                       highlight=False, end="")
-    elif isinstance(value, dict) and "content" in value and "exists" in value:
-        if not value["exists"]:
-            console.print(f"{value['path']}: no such document", style="yellow")
-            return
+    elif isinstance(value, dict) and "content" in value and "exists" in value:  # show
         console.rule(f"{value['path']}  lines {value['start_line']}-{value['end_line']} "
                      f"of {value['total_lines']}  rev {value['revision'][:12]}")
         console.print(value["content"], markup=False, highlight=False, end="")

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from amux.client.args import Arg, Command, Parser, UsageError
+from amux.client.args import Arg, Command, Parser, UsageError, closest
 from amux.client.revisions import log, resolve
 from amux.client.transport import HubClient, hub_client
 from amux.encoding import encode
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     starter in, its result (JSON, or bytes printed as they are) out."""
 
 
+LIST_MAX = 1000
+"""The most documents one `list` answers (docs/wire.md)."""
 PATH_HELP = ("the document's path in your memory, e.g. "
              "projects/github.com-org-repo/decisions.md")
 
@@ -56,12 +58,23 @@ def _read_content(file: str | None) -> str:
         raise NotUtf8(f"content is not UTF-8 at byte {exc.start}") from None
 
 
+def _missing(client: HubClient, path: str) -> NotFound:
+    """`path` does not exist: `not_found` naming the scope's documents it is near (the
+    same but for case first: `memory.md`, did you mean MEMORY.md?)."""
+    listed = client.call("/v1/memory/list", {"limit": LIST_MAX})["documents"]
+    near = closest(path, [document["path"] for document in listed], 3)
+    if near:
+        return NotFound(f"{path} does not exist; did you mean {' or '.join(near)}?")
+    return NotFound(f"{path} does not exist (upsert creates it with --expected-revision "
+                    "absent; `amux memory list` lists your documents)")
+
+
 def _export(client: HubClient, args: Any) -> bytes:
     from amux.client.read import read_whole
 
     whole = read_whole(client, args.path)
     if whole is None:
-        raise NotFound(f"{args.path} does not exist")
+        raise _missing(client, args.path)
     return whole[0].encode("utf-8")
 
 
@@ -87,10 +100,13 @@ def _show(client: HubClient, args: Any) -> Any:
         return client.call("/v1/memory/version", {
             "path": args.path, "revision": resolve(client, args.path, args.revision,
                                                    "--revision")})
-    return client.call("/v1/memory/get", {
+    page = client.call("/v1/memory/get", {
         "path": args.path, "start_line": args.start_line, "end_line": args.end_line,
         "offset": args.offset,
     })
+    if not page["exists"]:  # the Hub and MCP say `exists: false`; people get not_found
+        raise _missing(client, args.path)
+    return page
 
 
 def _upsert(client: HubClient, args: Any) -> Any:

@@ -30,9 +30,9 @@ def test_bare_client_pretty_is_indented_json(memory_hub: HubProcess) -> None:
     environment = {**os.environ, "AMUX_HUB": f"unix:{memory_hub.socket_path}",
                    "AMUX_TOKEN": memory_hub.owner_token}
     done = subprocess.run([sys.executable, "-m", "amux.client.cli", "--pretty", "show", "a.md"],
-                          capture_output=True, text=True, env=environment, check=True)
-    assert done.stdout.startswith("{\n  ")
-    assert json.loads(done.stdout)["exists"] is False
+                          capture_output=True, text=True, env=environment, timeout=60)
+    assert done.stdout.startswith("{\n  ") and done.returncode == 1
+    assert json.loads(done.stdout)["error"]["code"] == "not_found"
 
 
 def test_text_that_looks_like_markup_is_shown_as_it_is(memory_hub: HubProcess) -> None:
