@@ -20,9 +20,14 @@ def render(value: Any) -> None:
     console = Console(markup=False)  # every cell is data: a `[/]` in it is text, not markup
     if isinstance(value, dict) and "results" in value:
         table = Table("path", "terms", "hits", show_lines=True)
+        from amux.encoding import encoded_size
+        from amux.memory.limits import RESPONSE_MAX_BYTES
+
+        uncut = encoded_size(value) <= RESPONSE_MAX_BYTES - HIT_MAX_BYTES  # no hit cut
         for result in value["results"]:
             hits = "\n".join(f"{hit['line']}: {hit['snippet']}" for hit in result["hits"])
-            table.add_row(result["path"], ", ".join(result["matched_terms"]), hits)
+            table.add_row(result["path"], ", ".join(result["matched_terms"]),
+                          hits or _no_hits(result["path_hit"], uncut))
         console.print(table)
         notes = [f"{value['scanned_files']} files scanned"]
         if value["incomplete"]:
@@ -96,6 +101,20 @@ def render(value: Any) -> None:
                           style="dim")
     else:
         console.print_json(data=value)
+
+
+HIT_MAX_BYTES = 1500
+"""The most one hit takes in a search answer: a 240-byte snippet, each byte escaped to at
+most 6, and its fields."""
+
+
+def _no_hits(path_hit: bool, uncut: bool) -> str:
+    """What a search result without hits says: its path alone matched, or its lines were
+    left out to fit the answer's 8 KiB (hits go first, from the last result), which only
+    an answer within one hit of that size can have had (`uncut`: not)."""
+    if path_hit and uncut:
+        return "(path only: no line matches)"
+    return "(its path, or lines left out to fit)" if path_hit else "(lines left out to fit)"
 
 
 def _who(change: dict[str, Any]) -> str:

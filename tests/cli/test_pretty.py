@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 
+from tests.cli.script import console
 from tests.hubproc import HubProcess, amux
 
 
@@ -46,3 +47,23 @@ def test_text_that_looks_like_markup_is_shown_as_it_is(memory_hub: HubProcess) -
     assert "notes/[bold]odd.md" in shown and "[/] y [bold]pytest[/bold] z" in shown
     code, listed, err = amux(memory_hub.home, "memory", "--pretty", "list")
     assert code == 0 and "notes/[bold]odd.md" in listed, err
+
+
+def test_search_ranks_a_path_alone_last_and_says_so(memory_hub: HubProcess) -> None:
+    """`amux memory search hub` returned every `projects/github.com-acme-hub/…` document,
+    with no line hit, before the note that says "hub" (or instead of it)."""
+    home = memory_hub.home
+    for name in ("ci", "deploy", "style"):
+        amux(home, "memory", "upsert", f"projects/github.com-acme-hub/{name}.md",
+             "--expected-revision", "absent", stdin="nothing relevant\n")
+    amux(home, "memory", "upsert", "notes/ports.md", "--expected-revision", "absent",
+         stdin="the Hub listens on 8080\n")
+    code, found, _ = amux(home, "memory", "search", "hub", "--limit", "3")
+    assert code == 0 and [(r["path"], bool(r["hits"])) for r in found["results"]] == [
+        ("notes/ports.md", True), ("projects/github.com-acme-hub/ci.md", False),
+        ("projects/github.com-acme-hub/deploy.md", False)]
+    done = console(home, "memory", "search", "hub", "--limit", "3", "--pretty",
+                   env={"COLUMNS": "100"})
+    rows = [line for line in done.stdout.splitlines() if ".md" in line]
+    assert "notes/ports.md" in rows[0] and "1: the Hub listens on 8080" in rows[0]
+    assert [("(path only: no line matches)" in row) for row in rows] == [False, True, True]
