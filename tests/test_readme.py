@@ -357,8 +357,8 @@ def test_undoing_a_bad_write_runs_as_shown(tmp_path: Path) -> None:
             outputs.append(done.stdout)
     finally:
         shell("amux hub stop")
-    log = [line.split()[1:5] for line in outputs[0].splitlines() if "MEMORY.md" in line]
-    assert log == [line.split()[1:5] for line in steps[0][1] if "MEMORY.md" in line]
+    log = [line.split()[1:4] for line in outputs[0].splitlines() if "MEMORY.md" in line]
+    assert log == [line.split()[1:4] for line in steps[0][1] if "MEMORY.md" in line]
     assert outputs[1].splitlines() == steps[1][1]  # revisions are the contents' own
     restored = json.loads(outputs[2])
     assert restored["revision"] == restored["restored_from"] == first

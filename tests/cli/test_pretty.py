@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from tests.cli.script import console
 from tests.hubproc import HubProcess, amux
 
@@ -67,3 +69,30 @@ def test_search_ranks_a_path_alone_last_and_says_so(memory_hub: HubProcess) -> N
     rows = [line for line in done.stdout.splitlines() if ".md" in line]
     assert "notes/ports.md" in rows[0] and "1: the Hub listens on 8080" in rows[0]
     assert [("(path only: no line matches)" in row) for row in rows] == [False, True, True]
+
+
+@pytest.mark.parametrize(("columns", "headers"), [
+    ("80", ["path", "bytes", "revision", "modified", "by"]),
+    ("60", ["path", "bytes", "revision"])])
+def test_list_at_80_and_60_columns_tells_every_path_apart(
+        memory_hub: HubProcess, columns: str, headers: list[str]) -> None:
+    """At 80 columns every project path was cut to the same start
+    (`projects/github.com-ac…`). A path loses its middle now, keeping its start and the
+    end that tells it apart (`projects/…cme-hub/decisions.md`); who (`by`) goes first
+    when the table does not fit, then the date."""
+    paths = [f"projects/github.com-acme-{name}/decisions.md"
+             for name in ("billing-service", "hub", "web")]
+    for path in paths:
+        amux(memory_hub.home, "memory", "upsert", path, "--expected-revision", "absent",
+             stdin="# Decisions\n")
+    done = console(memory_hub.home, "memory", "list", "--pretty", env={"COLUMNS": columns})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert max(len(line) for line in lines) <= int(columns)
+    assert [cell.strip() for cell in lines[1].split("┃")[1:-1]] == headers
+    cells = [line.split("│")[1].strip() for line in lines if line.startswith("│")]
+    for cell in cells:
+        start, cut, end = cell.partition("…")
+        assert cut and len(start) >= 4 and end.endswith("/decisions.md"), cell
+        assert [path for path in paths if path.startswith(start) and path.endswith(end)] == [
+            paths[cells.index(cell)]]
