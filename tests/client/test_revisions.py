@@ -39,6 +39,11 @@ def test_every_revision_a_person_types_takes_the_digits_log_shows(
     code, restored, err = amux(home, "memory", "restore", "MEMORY.md", "--revision",
                                first[:12], "--expected-revision", second[:12])
     assert (code, restored["revision"], restored["restored_from"]) == (0, first, first), err
+    code, shown, err = amux(home, "memory", "show", "MEMORY.md", "--revision", "@1")
+    assert (code, shown["revision"]) == (0, second), err  # counted back: restore, update
+    code, out, err = amux(home, "memory", "show", "MEMORY.md", "--revision", "@3")
+    assert (code, out["error"]["code"]) == (1, "not_found")
+    assert "--revision @3: MEMORY.md has 3 change(s) in history" in err
     code, purged, err = amux(home, "memory", "purge", "MEMORY.md", "--revision", second[:12])
     assert (code, purged["revision"], purged["purged"]) == (0, second, 1), err
     code, gone, err = amux(home, "memory", "forget", "MEMORY.md", "--expected-revision",
