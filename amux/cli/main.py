@@ -104,7 +104,7 @@ def _dispatch(args: list[str]) -> int:
         return 0
     return _group("amux", "amux memory: shared, file-based long-term memory for coding "
                   "agents. `amux COMMAND --help` shows a command's own help; --version "
-                  "prints the version.", _top_level(), args)
+                  "prints the version.", _top_level(), args, _elsewhere())
 
 
 Rows = tuple[tuple[str, str], ...]
@@ -140,24 +140,36 @@ def _top_level() -> Rows:
     )
 
 
-def _group(prog: str, about: str, rows: Rows, argv: list[str]) -> int:
+def _elsewhere() -> dict[str, str]:
+    """The commands a word of another group names at the top level, from their own tables:
+    `amux search` means `amux memory search`, `amux claude` `amux run claude`."""
+    from amux.adapters import ADAPTERS
+    from amux.client.cli import COMMANDS
+
+    return {**{name: f"amux run {name}" for name in ADAPTERS},
+            **{name: f"amux memory {name}" for name in COMMANDS}}
+
+
+def _group(prog: str, about: str, rows: Rows, argv: list[str],
+           elsewhere: dict[str, str] | None = None) -> int:
     """A command group without argparse: its help (nothing, -h, --help), else a usage
-    error naming the closest command (exit 2); the command list follows only when no
-    command is close (a typo needs one line, not the whole help)."""
+    error naming the closest command, of the group or `elsewhere` (word: the command it
+    names), exit 2; the command list follows only when no command is close (a typo
+    needs one line, not the whole help)."""
     text = _help(prog, about, rows)
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(text)
         return 0
-    import difflib
-
-    from amux.client.args import UsageError
+    from amux.client.args import UsageError, closest
     from amux.client.cli import report
 
     word = argv[0]
-    names = list(dict.fromkeys(name.split()[0] for name, _text in rows))
-    close = difflib.get_close_matches(word, names, n=1)
+    commands = {**(elsewhere or {}),
+                **{name.split()[0]: f"{prog} {name.split()[0]}" for name, _text in rows}}
+    close = closest(word, commands)
     kind = "option" if word.startswith("-") else "command"
-    hint = f"; did you mean `{prog} {close[0]}`?" if close else f"; `{prog} --help` lists them"
+    hint = (f"; did you mean `{commands[close[0]]}`?" if close
+            else f"; `{prog} --help` lists them")
     code = report(prog, UsageError(prog, f"unknown {kind} {word!r}{hint}"))
     if not close:
         sys.stderr.write("\n" + text)

@@ -18,7 +18,7 @@ from amux.errors import InvalidArgument
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any, NoReturn
 
 
@@ -214,10 +214,31 @@ def strict_parser(**kwargs: Any) -> argparse.ArgumentParser:
     return StrictParser(**kwargs)
 
 
+def closest(word: str, names: Iterable[str], n: int = 1) -> list[str]:
+    """At most `n` of `names` that `word` most likely meant, best first: those that differ
+    from it only in case, then the one name it begins (`hub stat`: `status`, where edit
+    distance says `start`), then difflib's closest (among the names it begins, if
+    several, else among all)."""
+    import difflib
+
+    folded: dict[str, list[str]] = {}
+    for name in names:
+        folded.setdefault(name.lower(), []).append(name)
+    key = word.lower()
+    found = list(folded.get(key, []))
+    begun = [name for name in folded if name.startswith(key) and name != key]
+    if len(begun) == 1:
+        found += folded[begun[0]]
+    else:
+        close = difflib.get_close_matches(key, begun, n) or difflib.get_close_matches(
+            key, list(folded), n)
+        found += [name for each in close if each != key for name in folded[each]]
+    return found[:n]
+
+
 def _suggested(prog: str, message: str) -> str:
     """argparse's "invalid choice" with the closest choice named (`amux memory serch`:
     did you mean `amux memory search`?)."""
-    import difflib
     import re
 
     found = re.fullmatch(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)",
@@ -225,8 +246,7 @@ def _suggested(prog: str, message: str) -> str:
     if found is None:
         return message
     argument, word, listed = found.groups()
-    choices = re.findall(r"'([^']*)'", listed)
-    close = difflib.get_close_matches(word, choices, n=1)
+    close = closest(word, re.findall(r"'([^']*)'", listed))
     if not close:
         return message
     if argument.startswith("-"):

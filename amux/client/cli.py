@@ -14,7 +14,8 @@ import json
 import os
 import sys
 
-from amux.client.args import Arg, Command, Parser, UsageError
+from amux.client.args import Arg, Command, Parser, UsageError, closest
+from amux.client.revisions import log, resolve
 from amux.client.transport import HubClient, hub_client
 from amux.encoding import encode
 from amux.errors import AmuxError, InvalidArgument, NotFound, NotUtf8
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     starter in, its result (JSON, or bytes printed as they are) out."""
 
 
+LIST_MAX = 1000
+"""The most documents one `list` answers (docs/wire.md)."""
 PATH_HELP = ("the document's path in your memory, e.g. "
              "projects/github.com-org-repo/decisions.md")
 
@@ -55,12 +58,23 @@ def _read_content(file: str | None) -> str:
         raise NotUtf8(f"content is not UTF-8 at byte {exc.start}") from None
 
 
+def _missing(client: HubClient, path: str) -> NotFound:
+    """`path` does not exist: `not_found` naming the scope's documents it is near (the
+    same but for case first: `memory.md`, did you mean MEMORY.md?)."""
+    listed = client.call("/v1/memory/list", {"limit": LIST_MAX})["documents"]
+    near = closest(path, [document["path"] for document in listed], 3)
+    if near:
+        return NotFound(f"{path} does not exist; did you mean {' or '.join(near)}?")
+    return NotFound(f"{path} does not exist (upsert creates it with --expected-revision "
+                    "absent; `amux memory list` lists your documents)")
+
+
 def _export(client: HubClient, args: Any) -> bytes:
     from amux.client.read import read_whole
 
     whole = read_whole(client, args.path)
     if whole is None:
-        raise NotFound(f"{args.path} does not exist")
+        raise _missing(client, args.path)
     return whole[0].encode("utf-8")
 
 
@@ -84,23 +98,30 @@ def _search(client: HubClient, args: Any) -> Any:
 def _show(client: HubClient, args: Any) -> Any:
     if args.revision is not None:
         return client.call("/v1/memory/version", {
-            "path": args.path, "revision": back(client, args.path, args.revision)})
-    return client.call("/v1/memory/get", {
+            "path": args.path, "revision": resolve(client, args.path, args.revision,
+                                                   "--revision")})
+    page = client.call("/v1/memory/get", {
         "path": args.path, "start_line": args.start_line, "end_line": args.end_line,
         "offset": args.offset,
     })
+    if not page["exists"]:  # the Hub and MCP say `exists: false`; people get not_found
+        raise _missing(client, args.path)
+    return page
 
 
 def _upsert(client: HubClient, args: Any) -> Any:
     return client.call("/v1/memory/upsert", {
         "path": args.path, "content": _read_content(args.file),
-        "expected_revision": args.expected_revision,
+        "expected_revision": resolve(client, args.path, args.expected_revision,
+                                     "--expected-revision"),
     })
 
 
 def _forget(client: HubClient, args: Any) -> Any:
     return client.call("/v1/memory/forget", {
-        "path": args.path, "expected_revision": args.expected_revision,
+        "path": args.path, "expected_revision": resolve(client, args.path,
+                                                        args.expected_revision,
+                                                        "--expected-revision"),
     })
 
 
@@ -120,32 +141,32 @@ def _log(client: HubClient, args: Any) -> Any:
     for key in ("limit", "before", "session"):
         if getattr(args, key) is not None:
             body[key] = getattr(args, key)
-    if args.principal is not None:
-        return client.call("/v1/admin/history", {**body, "action": "log",
-                                                  "principal": args.principal})
-    return client.call("/v1/memory/log", body)
+    return log(client, body, args.principal)
 
 
 def _purge(client: HubClient, args: Any) -> Any:
     body = {"action": "purge", "path": args.path}
     if args.principal is not None:
         body["principal"] = args.principal
-    if args.revision is not None:  # `@N`: in the owner's own scope
-        body["revision"] = back(client, args.path, args.revision)
+    if args.revision is not None:
+        body["revision"] = resolve(client, args.path, args.revision, "--revision",
+                                   args.principal)
     return client.call("/v1/admin/history", body)
 
 
 def _diff(client: HubClient, args: Any) -> Any:
     result = client.call("/v1/memory/diff", {
-        "path": args.path, "from_revision": back(client, args.path, args.from_revision),
-        "to_revision": back(client, args.path, args.to_revision)})
+        "path": args.path, "from_revision": resolve(client, args.path, args.from_revision,
+                                                    "FROM"),
+        "to_revision": resolve(client, args.path, args.to_revision, "TO")})
     return result if args.pretty else str(result["diff"]).encode("utf-8")
 
 
 def _restore(client: HubClient, args: Any) -> Any:
     return client.call("/v1/memory/restore", {
-        "path": args.path, "revision": back(client, args.path, args.revision),
-        "expected_revision": back(client, args.path, args.expected_revision)})
+        "path": args.path, "revision": resolve(client, args.path, args.revision, "--revision"),
+        "expected_revision": resolve(client, args.path, args.expected_revision,
+                                     "--expected-revision")})
 
 
 def _edit(client: HubClient, args: Any) -> Any:
@@ -187,20 +208,21 @@ COMMANDS: dict[str, Command] = {
         Arg("--end-line", "1-based last line (inclusive)", type=int, default=0),
         Arg("--offset", "continue at next_offset of a truncated page", type=int),
         Arg("--revision", "the whole document as it was at this revision (from `amux "
-            "memory log`; @1: before its newest change)"),
+            "memory log`; its first 4 or more digits do; @1: before its newest change)"),
         run=_on_hub(_show)),
     "upsert": Command(
         "create or replace a whole document; use it when asked to remember, when a "
         "preference is corrected or a lesson verified (format: .amux/guide.md)",
         Arg("path", PATH_HELP),
-        Arg("--expected-revision", "the revision you read, or 'absent' to create",
-            required=True),
+        Arg("--expected-revision", "the revision you read (its first 4 or more digits do), "
+            "or 'absent' to create", required=True),
         Arg("--file", "read UTF-8 Markdown from this file (default: stdin)"),
         run=_on_hub(_upsert)),
     "forget": Command(
         "delete one document; use it when a memory proves wrong or stale",
         Arg("path", PATH_HELP),
-        Arg("--expected-revision", "the revision you read", required=True),
+        Arg("--expected-revision", "the revision you read (its first 4 or more digits do)",
+            required=True),
         run=_on_hub(_forget)),
     "export": Command("write one whole document to stdout", Arg("path", PATH_HELP),
         run=_on_hub(_export)),
@@ -226,17 +248,17 @@ COMMANDS: dict[str, Command] = {
         "a unified diff between two versions of a document (default: its newest change)",
         Arg("path", PATH_HELP),
         Arg("from_revision", "the older version (default: the one before the newest "
-            "change; 'absent' for none; @N: N changes before the newest)", nargs="?",
-            metavar="REV"),
+            "change; 'absent' for none; @N: N changes before the newest; a revision's "
+            "first 4 or more digits do)", nargs="?", metavar="FROM"),
         Arg("to_revision", "the newer version (default: the newest change's)", nargs="?",
-            metavar="REV"),
+            metavar="TO"),
         run=_on_hub(_diff)),
     "restore": Command(
         "write a past version back, as an ordinary conditional write (a forgotten "
         "document too: --expected-revision absent)",
         Arg("path", PATH_HELP),
-        Arg("--revision", "the version to restore (from `amux memory log PATH`; @1: the one "
-            "before the newest change)", required=True),
+        Arg("--revision", "the version to restore (from `amux memory log PATH`, its first 4 "
+            "or more digits do; @1: the one before the newest change)", required=True),
         Arg("--expected-revision", "the current revision, 'absent', or @0 (the newest in "
             "history: refused if the document changed since)", required=True),
         run=_on_hub(_restore)),
@@ -245,7 +267,8 @@ COMMANDS: dict[str, Command] = {
         "document's past but its current content, e.g. a secret written by hand and since "
         "removed; nothing under AMUX_HOME yields those bytes afterwards",
         Arg("path", PATH_HELP),
-        Arg("--revision", "only this version (from `amux memory log PATH`)"),
+        Arg("--revision", "only this version (from `amux memory log PATH`; its first 4 or "
+            "more digits do)"),
         Arg("--principal", "in that principal's scope (default: yours)"),
         run=_on_hub(_purge)),
     "edit": Command("edit a document in $VISUAL/$EDITOR, then save it conditionally "
@@ -267,23 +290,6 @@ PARSER = Parser(
     "stderr.",
     COMMANDS, {"--pretty": "output for people instead of compact JSON (before or after "
                          "the command)"})
-
-
-def back(client: HubClient, path: str, revision: str | None) -> str | None:
-    """A revision as given, or for `@N` the one `path` had N changes before its newest in
-    history (`@0`: the newest; a forgotten document's newest is `absent`). Not `~N`, which
-    shells expand."""
-    if revision is None or not revision.startswith("@"):
-        return revision
-    if not revision[1:].isdigit():
-        raise InvalidArgument(f"{revision!r}: a revision, or @N for N changes "
-                              "before the newest (@0 the newest, @1 the one before)")
-    steps = int(revision[1:])
-    changes = client.call("/v1/memory/log", {"path": path, "limit": steps + 1})["changes"]
-    if len(changes) <= steps:
-        raise NotFound(f"{path} has {len(changes)} change(s) in history, so no "
-                       f"{revision}; `amux memory log {path}` lists them")
-    return str(changes[steps]["revision"])
 
 
 def since(when: str, now: float | None = None) -> float:

@@ -315,8 +315,8 @@ class HubApi:
             if old is None:
                 old = before if new == newest else newest
         texts = [_diff_text(b"" if revision == "absent" else
-                            self.store.version(scope, path, revision))
-                 for revision in (old, new)]
+                            self.store.version(scope, path, revision, field))
+                 for revision, field in ((old, "from_revision"), (new, "to_revision"))]
         lines = difflib.unified_diff(
             texts[0][0].splitlines(keepends=True), texts[1][0].splitlines(keepends=True),
             f"a/{path}@{str(old)[:12]}", f"b/{path}@{str(new)[:12]}", texts[0][1],

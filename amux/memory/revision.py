@@ -18,12 +18,13 @@ def revision_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def check_expected(revision: object) -> str:
-    """Validate an `expected_revision` argument: `absent` or 64 lowercase hex digits."""
+def check_expected(revision: object, field: str = "expected_revision") -> str:
+    """Validate a revision argument, named `field` in the error: `absent` or 64 lowercase
+    hex digits."""
     if isinstance(revision, str) and (revision == ABSENT or _HEX64.fullmatch(revision)):
         return revision
     raise InvalidArgument(
-        f"expected_revision must be 'absent' or a lowercase hex SHA-256, got {revision!r}"
+        f"{field} must be 'absent' or a lowercase hex SHA-256, got {revision!r}"
     )
 
 

@@ -49,6 +49,9 @@ _WHITESPACE = re.compile(
 """The Unicode White_Space property (str.split() would also split on U+001C-U+001F)."""
 _SNIPPET_LEAD = 60
 """Bytes of context kept before the first match when a long line is cut."""
+_LINE_HIT = QUERY_MAX_TERMS
+"""Added to a document's count of terms matched when a line of it matched one: more than
+any count of terms matched in a path alone."""
 
 
 class Searcher(Protocol):
@@ -235,10 +238,12 @@ class _Scanner:
         """The best `limit` scanned documents, and how many matched a term at all, from
         the terms' postings (set operations: no document is read here).
 
-        Ranked by distinct terms matched (desc), terms in the path or title (desc), path
-        (asc). The first key is counted for every document at once (`Counter.update`);
-        the second, which parses titles, only for those matching at least as many terms
-        as the `limit`-th best: no other can make the cut.
+        Ranked by whether a line matched (a document matched by its path alone comes
+        after every document with a hit: a project's folder name is in every path of it),
+        distinct terms matched (desc), terms in the path or title (desc), path (asc). The
+        first two keys are one count for every document at once (`Counter.update`, plus
+        `_LINE_HIT` for a hit); the third, which parses titles, only for those counting at
+        least as much as the `limit`-th best: no other can make the cut.
         """
         current = self.scanned.keys()
         contents = [posting.content & current for posting in self.postings]
@@ -247,6 +252,8 @@ class _Scanner:
         counts: Counter[int] = Counter()
         for found in either:
             counts.update(found)
+        for serial in set().union(*contents):
+            counts[serial] += _LINE_HIT
         cut = heapq.nlargest(limit, counts.values())[-1] if len(counts) > limit else 1
         folded, scanned = self.query.folded, self.scanned
 

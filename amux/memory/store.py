@@ -269,10 +269,12 @@ class Store:
                            "the newest")
         return {"changes": changes[:count], "more": len(changes) > count}
 
-    def version(self, scope: Scope, path: str, revision: object) -> bytes:
-        """The bytes `path` had at `revision`, from history; `not_found` when it has none."""
+    def version(self, scope: Scope, path: str, revision: object,
+                field: str = "revision") -> bytes:
+        """The bytes `path` had at `revision` (the request's `field`), from history;
+        `not_found` when it has none."""
         logical = validate_path(path)
-        wanted = check_expected(revision)
+        wanted = check_expected(revision, field)
         if wanted == ABSENT:
             raise InvalidArgument("a revision is a SHA-256 of a version, not absent")
         data = self._history().version(scope, logical.text, wanted)
@@ -286,7 +288,7 @@ class Store:
         its current content (`amux memory purge`, the Hub's owner only)."""
         history = self._history()
         logical = validate_path(path)
-        wanted = None if revision is None else check_expected(revision)
+        wanted = None if revision is None else check_expected(revision, "revision")
         if wanted == ABSENT:
             raise InvalidArgument("a revision is a SHA-256 of a version, not absent")
         with self._write_lock(scope), self._document_dir(scope, logical) as parent:

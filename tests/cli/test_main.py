@@ -107,3 +107,20 @@ def test_every_subcommand_help_says_what_it_does(tmp_path: Path) -> None:
         assert about and not about.startswith("options"), (command, done.stdout)
     memory = console(tmp_path, "memory", "--help").stdout
     assert "SPEC" not in memory and "docs/wire.md" in memory
+
+
+def test_a_word_of_another_group_names_the_command_meant(tmp_path: Path) -> None:
+    """`amux search`, `amux log` and `amux claude` printed the whole help, and `amux hub
+    stat` suggested `start`: the memory commands and the agents come from their own
+    tables, and a word a command begins with beats edit distance."""
+    for args, meant in ((("search", "pytest"), "amux memory search"),
+                        (("log", "MEMORY.md"), "amux memory log"), (("claude",), "amux run claude"),
+                        (("cladue",), "amux run claude"), (("mem", "list"), "amux memory")):
+        done = console(tmp_path, *args)
+        assert done.returncode == 2, args
+        assert done.stderr.splitlines() == [
+            f"amux: invalid_argument: unknown command '{args[0]}'; did you mean `{meant}`?"]
+    done = console(tmp_path, "hub", "stat")
+    assert done.returncode == 2 and done.stderr.splitlines() == [
+        "amux hub: invalid_argument: unknown command 'stat'; did you mean `amux hub status`?"]
+    assert not (tmp_path / "amux").exists()

@@ -53,22 +53,40 @@ def test_sessions_pretty_is_a_table_before_or_after_the_command(tmp_path: Path) 
             [without, "claude", "2027-01-15T08:01:00Z", "/work/repo", "none", "no"]]
 
 
-def test_sessions_pretty_never_cuts_an_id_or_a_date(tmp_path: Path) -> None:
+HEADERS = {"id", "agent", "started", "cwd", "memory", "binding", "resumable"}
+
+
+@pytest.mark.parametrize(("columns", "shown"), [
+    ("120", ["id", "agent", "started", "cwd", "memory binding", "resumable"]),
+    ("80", ["id", "agent", "cwd", "memory binding", "resumable"]),
+    ("60", ["id", "agent", "cwd", "resumable"])])
+def test_sessions_pretty_fits_never_cutting_an_id_or_a_header_word(
+        tmp_path: Path, columns: str, shown: list[str]) -> None:
     """At 80 columns the ids were cut (`20261202-065136…`), so none could be copied to
-    resume; a long cwd and agent path fold instead."""
+    resume, then the header broke into `memor/y/bindi/ng`. The id stays whole; the cwd
+    loses its middle, keeping its start and end; `started` goes first when the table
+    does not fit (the id starts with the same time), then the binding."""
     home = tmp_path / "amux"
+    cwd = "/home/someone/projects/a-long-project-name/with/a/deep/folder"
     session = state.SessionState(
         id=state.new_session_id(1_800_000_000.0),
         agent="/work/main/fixtures/npm/node_modules/.bin/claude", adapter="claude",
         adapter_version="1.0.0", channel="mcp", binding=BINDING, principal="owner",
         protocol_version="1", protocol="p", instructions="i", suppression={},
-        agent_session=None, created_at=1_800_000_000.0,
-        cwd="/home/someone/projects/a-long-project-name/with/a/deep/folder")
+        agent_session=None, created_at=1_800_000_000.0, cwd=cwd)
     state.save(home, session)
-    done = console(home, "sessions", "list", "--pretty", env={"COLUMNS": "80"})
+    done = console(home, "sessions", "list", "--pretty", env={"COLUMNS": columns})
     assert done.returncode == 0, done.stderr
-    assert session.id in done.stdout and "2027-01-15T08:00:00Z" in done.stdout
-    assert max(len(line) for line in done.stdout.splitlines()) <= 80
+    lines = [line for line in done.stdout.splitlines() if line.strip()]
+    assert max(len(line) for line in lines) <= int(columns)
+    rule = next(i for i, line in enumerate(lines) if line.strip().startswith("─"))
+    header = " ".join(lines[:rule]).split()
+    assert set(header) <= HEADERS and set(header) == {w for n in shown for w in n.split()}
+    [row] = [line.split() for line in lines[rule + 1:]]
+    first = [session.id, "claude", *(["2027-01-15T08:00:00Z"] if "started" in shown else [])]
+    assert row[:len(first)] == first
+    start, _, end = row[len(first)].partition("…")
+    assert cwd.startswith(start) and cwd.endswith(end) and len(start + end) >= 12
 
 
 def test_sessions_pretty_without_sessions_says_how_to_start_one(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amux.client.args import quick_parse
+from amux.client.args import closest, quick_parse
 from amux.client.cli import COMMANDS, PARSER
 from amux.errors import AmuxError
 
@@ -75,3 +75,17 @@ def test_every_argument_has_help() -> None:
     for name, command in COMMANDS.items():
         for arg in command.args:
             assert arg.help, (name, arg.name)
+
+
+@pytest.mark.parametrize(("word", "names", "n", "meant"), [
+    ("stat", ["serve", "start", "stop", "status"], 1, ["status"]),  # begun, not nearest
+    ("sta", ["start", "status", "stop"], 1, ["start"]),  # begun by two: the nearer
+    ("memory.md", ["MEMORY.md", "memo.md", "notes/a.md"], 3, ["MEMORY.md", "memo.md"]),
+    ("Readme.MD", ["README.md", "readme.md"], 3, ["README.md", "readme.md"]),
+    ("notes/deplyo.md", ["notes/a.md", "notes/deploy.md"], 3, ["notes/deploy.md",
+                                                               "notes/a.md"]),
+    ("zzz", ["search", "show"], 1, []),
+])
+def test_closest_prefers_case_then_a_prefix_then_edit_distance(
+        word: str, names: list[str], n: int, meant: list[str]) -> None:
+    assert closest(word, names, n) == meant

@@ -143,3 +143,25 @@ def test_upsert_at_a_terminal_says_it_reads_stdin(memory_hub: HubProcess) -> Non
     piped = console(memory_hub.home, "memory", "upsert", "u.md", "--expected-revision",
                     "absent", stdin="piped\n")
     assert (piped.returncode, piped.stderr) == (0, "")
+
+
+def test_show_of_a_missing_document_is_not_found_naming_near_names(
+        memory_hub: HubProcess) -> None:
+    """`amux memory show memory.md` exited 0 with empty content and nothing on stderr (a
+    wrong case), while export said not_found. For agents the Hub's get still answers
+    `exists: false`."""
+    home = memory_hub.home
+    for name in ("MEMORY.md", "notes/deploy.md"):
+        amux(home, "memory", "upsert", name, "--expected-revision", "absent", stdin="x\n")
+    for command in ("show", "export"):
+        for path, line in (
+                ("memory.md", "memory.md does not exist; did you mean MEMORY.md?"),
+                ("notes/deplyo.md", "notes/deplyo.md does not exist; did you mean "
+                 "notes/deploy.md?"),
+                ("zzz/qqq.md", "zzz/qqq.md does not exist (upsert creates it with "
+                 "--expected-revision absent; `amux memory list` lists your documents)")):
+            done = console(home, "memory", command, path)
+            assert done.returncode == 1, (command, path)
+            assert json.loads(done.stdout)["error"] == {"code": "not_found", "message": line}
+            assert done.stderr == f"amux memory: not_found: {line}\n"
+    assert memory_hub.call("/v1/memory/get", {"path": "memory.md"})[1]["exists"] is False

@@ -151,6 +151,8 @@ def test_a_full_owner_socket_never_locks_out_its_owner(
     goes, then succeeds (real CLI processes)."""
     first = HubProcess(short_home)
     first.call("/v1/admin/config", {"action": "set", "key": "memory.enabled", "value": "true"})
+    first.call("/v1/memory/upsert", {"path": "MEMORY.md", "content": "# Memory\n",
+                                     "expected_revision": "absent"})
     first.stop()
     hub = HubProcess(short_home, _capped(400))
     try:
@@ -178,7 +180,7 @@ def test_a_full_owner_socket_never_locks_out_its_owner(
                 show.kill()
                 show.communicate()
         assert show.returncode == 0, err
-        assert json.loads(out)["exists"] is False
+        assert json.loads(out)["content"] == "# Memory\n"
     finally:
         hub.stop()
 

@@ -115,6 +115,20 @@ def test_log_says_what_is_wrong_with_a_before_or_session(api: Hub) -> None:
             assert message in error["message"], error
 
 
+def test_a_revision_that_is_no_revision_is_refused_by_its_field(api: Hub) -> None:
+    """The wire stays exact (a whole SHA-256): the CLI resolves short forms, and the Hub's
+    refusal names the field it was given (it said `expected_revision` for every one)."""
+    good = write(api, api.alice, "a.md", "x\n")
+    for operation, body, field in (
+            ("version", {"revision": good[:12]}, "revision"),
+            ("diff", {"from_revision": good, "to_revision": good[:12]}, "to_revision"),
+            ("restore", {"revision": good, "expected_revision": "@0"}, "expected_revision")):
+        refused = api.call(f"/v1/memory/{operation}", api.alice, {"path": "a.md", **body})
+        error = refused.json()["error"]
+        assert (refused.status, error["code"]) == (400, "invalid_argument"), operation
+        assert error["message"].startswith(f"{field} must be 'absent' or a lowercase hex")
+
+
 def test_diff_show_and_restore_undo_a_bad_write(api: Hub) -> None:
     good = write(api, api.alice, "MEMORY.md", "- prefer pytest\n- tabs: never\n")
     bad = write(api, api.alice, "MEMORY.md", "- prefer unittest\n- tabs: never\n", good)

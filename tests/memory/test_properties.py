@@ -600,7 +600,7 @@ class RefResult:
     matched_terms: list[str]
     path_hit: bool
     hit_lines: list[int]
-    rank: tuple[int, int, bytes]
+    rank: tuple[bool, int, int, bytes]
 
 
 def reference_title(data: bytes) -> list[bytes]:
@@ -628,7 +628,9 @@ def reference_title(data: bytes) -> list[bytes]:
 def reference_search(
     corpus: dict[str, bytes], terms: list[str], prefix: str | None = None
 ) -> tuple[list[RefResult], int]:
-    """Brute force SPEC §3 / Appendix A; returns ranked candidates and files in scope."""
+    """Brute force SPEC §3 / Appendix A; returns ranked candidates and files in scope.
+    Documents matched by their path alone rank after every one with a hit line
+    (docs/store.md "Search", issue 37)."""
     keys: list[bytes] = []
     shown: list[str] = []
     for term in terms:  # distinct after ASCII folding, first spelling kept
@@ -662,7 +664,7 @@ def reference_search(
         ]
         results.append(RefResult(
             path, [shown[i] for i in matched], bool(in_path), hit_lines,
-            (-len(matched), -len(titled), path.encode("utf-8")),
+            (not hit_lines, -len(matched), -len(titled), path.encode("utf-8")),
         ))
     results.sort(key=lambda result: result.rank)
     return results, len(in_scope)
@@ -687,8 +689,10 @@ def check_search(
     assert response["scanned_files"] == in_scope
     assert [r["path"] for r in response["results"]] == [r.path for r in expected]
     for first, second in itertools.pairwise(expected):
-        if first.rank[0] == second.rank[0] and first.rank[1] != second.rank[1]:
+        if first.rank[:2] == second.rank[:2] and first.rank[2] != second.rank[2]:
             record("search: path/title count decided an order")
+        if first.rank[0] != second.rank[0] and first.rank[1] > second.rank[1]:
+            record("search: a hit line outranked more terms in a path")
     for got, want in zip(response["results"], expected, strict=True):
         data = corpus[want.path]
         assert got["revision"] == sha(data)

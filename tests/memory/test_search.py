@@ -127,6 +127,27 @@ def test_ranking(memory_root: Path, store: Store, scope: Scope) -> None:
     assert result["results"][0]["matched_terms"] == ["alpha", "beta"]
 
 
+def test_a_path_alone_ranks_below_every_hit_line(
+        memory_root: Path, store: Store, scope: Scope) -> None:
+    """A project's folder name is in every path of it: `hub` returned every
+    `projects/github.com-acme-hub/…` document with no line hit, and the one note that
+    says "hub" was left out. A path still counts among documents with a hit, and
+    orders the path-only ones."""
+    _write(memory_root, {
+        **{f"projects/github.com-acme-hub/{name}.md": "nothing relevant\n"
+           for name in ("ci", "decisions", "deploy", "people", "style", "tests")},
+        "notes/hub-restart.md": "nothing relevant\n",          # both terms, its path alone
+        "notes/ports.md": "the Hub listens on 8080\n",         # one term, a line
+        "projects/github.com-acme-hub/restart.md": "restart by hand\n",  # two, one a line
+    })
+    result = store.search(scope, "hub restart", limit=5)
+    assert _paths(result) == [
+        "projects/github.com-acme-hub/restart.md", "notes/ports.md", "notes/hub-restart.md",
+        "projects/github.com-acme-hub/ci.md", "projects/github.com-acme-hub/decisions.md"]
+    assert [bool(r["hits"]) for r in result["results"]] == [True, True, False, False, False]
+    assert result["truncated"] is True
+
+
 def test_duplicate_terms_count_once(memory_root: Path, store: Store, scope: Scope) -> None:
     _write(memory_root, {"a.md": "foo\n"})
     assert store.search(scope, "foo FOO foo")["results"][0]["matched_terms"] == ["foo"]
