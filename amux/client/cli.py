@@ -104,8 +104,13 @@ def _show(client: HubClient, args: Any) -> Any:
         "path": args.path, "start_line": args.start_line, "end_line": args.end_line,
         "offset": args.offset,
     })
-    if not page["exists"]:  # the Hub and MCP say `exists: false`; people get not_found
-        raise _missing(client, args.path)
+    if not page["exists"]:
+        missing = _missing(client, args.path)
+        if args.pretty:  # a table for a person: not_found, naming the near documents
+            raise missing
+        # The JSON stays `exists: false` (SPEC Appendix A: agents on the CLI channel and
+        # scripts read it); the person at the terminal is told on stderr.
+        sys.stderr.write(f"amux memory show: {missing.message}\n")
     return page
 
 

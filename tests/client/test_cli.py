@@ -145,23 +145,31 @@ def test_upsert_at_a_terminal_says_it_reads_stdin(memory_hub: HubProcess) -> Non
     assert (piped.returncode, piped.stderr) == (0, "")
 
 
-def test_show_of_a_missing_document_is_not_found_naming_near_names(
+def test_show_of_a_missing_document_is_said_naming_near_names(
         memory_hub: HubProcess) -> None:
     """`amux memory show memory.md` exited 0 with empty content and nothing on stderr (a
-    wrong case), while export said not_found. For agents the Hub's get still answers
-    `exists: false`."""
+    wrong case), while export said not_found. Now the person is told, naming the near
+    documents: `show`'s JSON stays the agent-facing `exists: false` (exit 0) with the
+    line on stderr; `show --pretty` and `export` are `not_found`."""
     home = memory_hub.home
     for name in ("MEMORY.md", "notes/deploy.md"):
         amux(home, "memory", "upsert", name, "--expected-revision", "absent", stdin="x\n")
-    for command in ("show", "export"):
+    for command in ("show --pretty", "export", "show"):
         for path, line in (
                 ("memory.md", "memory.md does not exist; did you mean MEMORY.md?"),
                 ("notes/deplyo.md", "notes/deplyo.md does not exist; did you mean "
                  "notes/deploy.md?"),
                 ("zzz/qqq.md", "zzz/qqq.md does not exist (upsert creates it with "
                  "--expected-revision absent; `amux memory list` lists your documents)")):
-            done = console(home, "memory", command, path)
+            done = console(home, "memory", *command.split(), path)
+            if command == "show":  # the contract agents and scripts read, plus the line
+                assert done.returncode == 0, path
+                assert json.loads(done.stdout)["exists"] is False
+                assert done.stderr == f"amux memory show: {line}\n"
+                continue
             assert done.returncode == 1, (command, path)
-            assert json.loads(done.stdout)["error"] == {"code": "not_found", "message": line}
+            if command == "export":
+                assert json.loads(done.stdout)["error"] == {"code": "not_found",
+                                                            "message": line}
             assert done.stderr == f"amux memory: not_found: {line}\n"
     assert memory_hub.call("/v1/memory/get", {"path": "memory.md"})[1]["exists"] is False
