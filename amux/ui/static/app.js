@@ -518,7 +518,8 @@ async function viewSearch(p) {
   const found = await api("search", { scope: state.scope, query: p.q });
   const items = found.results.map((result) => h("li", { class: "result" },
     link({ view: "doc", path: result.path }, result.path),
-    result.path_hit ? h("span", { class: "muted" }, " (the path matches)") : null,
+    result.path_hit && !result.hits.length
+      ? h("span", { class: "muted" }, " (path only: no line matches)") : null,
     h("ul", { class: "hits" }, result.hits.map((hit) => h("li", {},
       h("span", { class: "line" }, "line " + hit.line + ": "),
       h("code", {}, hit.snippet), hit.truncated ? "…" : null)))));
