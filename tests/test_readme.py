@@ -146,6 +146,11 @@ def test_installing_amux_as_a_tool_works_as_written(tmp_path: Path) -> None:
         assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         if "--version" in line:
             assert done.stdout.startswith("amux "), done.stdout
+            missing = subprocess.run(  # no checkout beside it: the pinned npm install
+                [str(home / ".local" / "bin" / "amux"), "run", "qwen"], cwd=home,
+                env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                timeout=60, stdin=subprocess.DEVNULL)
+            assert "npm install -g @qwen-code/qwen-code@0.24.4;" in missing.stderr, missing.stderr
         if line == "uv tool install .":
             assert (home / ".local" / "bin" / "amux").exists()
     assert not (home / ".local" / "bin" / "amux").exists()

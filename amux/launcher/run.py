@@ -180,9 +180,13 @@ def _executable(agent: str) -> str:
         if close:  # a typo of an agent that is there
             raise InvalidArgument(f"agent {agent!r} not found; did you mean "
                                   f"`amux run {close[0]}`?")
+        from amux.adapters.install import install_hint
+
+        hint = install_hint(os.path.basename(agent))
+        install = (f"install it as amux is tested with it: {hint}" if hint else
+                   "install it")
         raise InvalidArgument(f"agent {agent!r} not found (not on PATH and "
-                              "not an executable path); install it (e.g. `npm ci --prefix "
-                              "fixtures/npm` in an amux checkout) or give its path")
+                              f"not an executable path); {install}; or give its path")
     return os.path.abspath(found) if os.sep in agent else found
 
 
