@@ -244,6 +244,9 @@ class QwenAdapter:
         runtime = env.get("QWEN_RUNTIME_DIR") or qwen_home(env)
         return os.path.join(runtime, "projects"), f"{ref}.jsonl"
 
+    def own_resume(self, ref: str) -> tuple[str, ...] | None:
+        return ("--resume", ref)
+
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return chosen_uuid(_NAMESPACE, session_id)
 
