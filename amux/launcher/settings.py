@@ -13,7 +13,6 @@ set|unset` writes it with tomlkit, so comments and layout survive.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -78,10 +77,10 @@ class Settings(NamedTuple):
         return found
 
 
-def load(path: Path | None = None) -> Settings:
-    """The settings at `path` (default: `settings_path()`), checked; none when it is
-    missing. A file amux cannot use is refused, naming it and what is wrong."""
-    path = settings_path() if path is None else path
+def load() -> Settings:
+    """The user's settings, checked; none when the file is missing. A file amux cannot use
+    is refused, naming it and what is wrong."""
+    path = settings_path()
     try:
         text = path.read_bytes()
     except FileNotFoundError:
@@ -142,6 +141,8 @@ def check(key: str, value: Any) -> str | None:
 
 
 def _closest(word: str, choices: Any) -> str:
+    import difflib
+
     close = difflib.get_close_matches(word, list(choices), n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
 
@@ -202,7 +203,7 @@ def _split(key: str) -> tuple[str, str]:
     return table, name
 
 
-def change(key: str, text: str | None, path: Path | None = None) -> Value | None:
+def change(key: str, text: str | None) -> Value | None:
     """Set `key` (`run.model`, `agents.claude.memory`) from its text, or remove it
     (`text` None), keeping every comment of the file; the value set."""
     import tomlkit
@@ -210,7 +211,7 @@ def change(key: str, text: str | None, path: Path | None = None) -> Value | None
 
     from amux.durable import write_file_atomic
 
-    path = settings_path() if path is None else path
+    path = settings_path()
     table_name, name = _split(key)
     value: Value | None = None
     if text is not None:
