@@ -90,7 +90,7 @@ def _dispatch(args: list[str]) -> int:
     if args[:1] == ["completion"]:
         from amux.cli.completion import completion_main
 
-        return completion_main(args[1:])
+        return completion_main(args[1:], _top_level())
     if args[:2] == ["protocol", "show"]:
         return _protocol_show(args[2:])
     if args[:2] == ["system", "secrets"]:
