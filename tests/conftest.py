@@ -36,8 +36,8 @@ REAL_HOMES = sorted({Path(os.environ.get("HOME") or "/nonexistent"),
                      Path(pwd.getpwuid(os.getuid()).pw_dir)})
 """The home of whoever runs the tests, as HOME and the password database name it (read
 before any test points HOME elsewhere)."""
-WATCHED = (".amux", ".local/share/amux", ".claude", ".claude.json", ".codex", ".gemini",
-           ".qwen", ".pi", ".copilot", ".cache/copilot", ".config/opencode",
+WATCHED = (".amux", ".local/share/amux", ".config/amux", ".claude", ".claude.json", ".codex",
+           ".gemini", ".qwen", ".pi", ".copilot", ".cache/copilot", ".config/opencode",
            ".local/share/opencode", ".local/state/opencode", ".cache/opencode")
 """Where amux and the agents it launches keep a user's state, under a home."""
 

@@ -17,6 +17,7 @@ import pytest
 from tests.mockmodel import MockModel, Text, mcp
 from tests.mockmodel.agents import codex_config
 from tests.peers import npm_bin
+from tests.wait import gone
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -146,18 +147,23 @@ def test_installing_amux_as_a_tool_works_as_written(tmp_path: Path) -> None:
         assert done.returncode == 0, f"{line}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
         if "--version" in line:
             assert done.stdout.startswith("amux "), done.stdout
+            missing = subprocess.run(  # no checkout beside it: the pinned npm install
+                [str(home / ".local" / "bin" / "amux"), "run", "qwen"], cwd=home,
+                env={**env, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+                timeout=60, stdin=subprocess.DEVNULL)
+            assert "npm install -g @qwen-code/qwen-code@0.24.4;" in missing.stderr, missing.stderr
         if line == "uv tool install .":
             assert (home / ".local" / "bin" / "amux").exists()
     assert not (home / ".local" / "bin" / "amux").exists()
 
 
 EXIT = re.compile(r"\(exit (\d+)\)")
-SETUP = ("main-command", "test-command", "tool-install")
+SETUP = ("main-command", "test-command", "tool-install", "uninstall", "uninstall-remove")
 
 
 def shell_examples() -> list[str]:
-    """Every line of every `sh` block of the README but the set-up commands and the tool
-    installs (each tested on its own), in order."""
+    """Every line of every `sh` block of the README but the set-up commands, the tool
+    installs and the uninstall (each tested on its own), in order."""
     readme = (ROOT / "README.md").read_text()
     lines: list[str] = []
     for found in re.finditer(r"(<!-- ([\w-]+) -->\s*)?```sh\n(.+?)\n```", readme, re.S):
@@ -363,3 +369,43 @@ def test_undoing_a_bad_write_runs_as_shown(tmp_path: Path) -> None:
     restored = json.loads(outputs[2])
     assert restored["revision"] == restored["restored_from"] == first
     assert f'"revision":"{first[:12]}…"' in steps[2][1][0]
+
+
+def test_uninstalling_as_written_stops_everything_and_leaves_nothing(tmp_path: Path) -> None:
+    """The README's uninstall after a user's day (memory on, a note, a setting, the memory
+    page open): its commands stop the page and the Hub, and what it says stays on disk is
+    all there was (amux's home and the settings file), which its removal line removes."""
+    export = shell_examples()[0]
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("AMUX_", "XDG_"))}
+    env["HOME"] = str(home)
+
+    def shell(command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["bash", "-c", f"{export}\n{command}"], cwd=ROOT, env=env,
+                              input="a note\n", capture_output=True, text=True, timeout=120)
+
+    for command in ("amux system config set memory.enabled true",
+                    "amux memory upsert notes/a.md --expected-revision absent",
+                    "amux settings set agents.pi.memory false", "amux ui --no-open"):
+        assert shell(command).returncode == 0, command
+    pids = [json.loads(shell(status).stdout)["pid"]
+            for status in ("amux hub status", "amux ui status --json")]
+    try:
+        for marker in ("uninstall", "uninstall-remove"):
+            for line in _command(marker).splitlines():
+                done = shell(line)
+                assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+            if marker == "uninstall":
+                assert all(gone(pid) for pid in pids)
+                data = home / ".local" / "share" / "amux"
+                said = re.search(r"What stays on disk(.+?)\n\n", (ROOT / "README.md").read_text(),
+                                 re.S)
+                assert said
+                for entry in os.listdir(data):
+                    assert f"`{entry}" in said.group(1), f"the README does not name {entry}"
+        assert not (home / ".local" / "share" / "amux").exists()
+        assert not (home / ".config" / "amux").exists()
+    finally:
+        shell("amux ui stop; amux hub stop")

@@ -532,6 +532,12 @@ class Adapter(Protocol):
         look for (a session the agent names is learned from its own files)."""
         ...
 
+    def own_resume(self, ref: str) -> tuple[str, ...] | None:
+        """The arguments after the executable with which the agent itself resumes its
+        session `ref` (`--resume ID`): how a session started outside amux, which amux
+        cannot resume, is resumed; None: the agent has no sessions of its own."""
+        ...
+
     def session_files(self, env: Mapping[str, str], state_dir: str) -> SessionFiles | None:
         """For an agent that names its own sessions (no `new_session_ref`): where they are
         written, given the agent's environment and the amux session's own directory, so

@@ -132,6 +132,9 @@ class ClaudeAdapter:
         config = env.get("CLAUDE_CONFIG_DIR") or os.path.join(env.get("HOME", "/"), ".claude")
         return os.path.join(config, "projects"), f"{ref}.jsonl"
 
+    def own_resume(self, ref: str) -> tuple[str, ...] | None:
+        return ("--resume", ref)
+
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return chosen_uuid(_NAMESPACE, session_id)
 

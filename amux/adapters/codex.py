@@ -184,6 +184,9 @@ class CodexAdapter:
     def isolated_env(self, home: str) -> EnvPatch:
         return EnvPatch({"CODEX_HOME": os.path.join(home, ".codex")})
 
+    def own_resume(self, ref: str) -> tuple[str, ...] | None:
+        return ("resume", ref)
+
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None  # Codex names its threads; the launcher learns the id after the run
 

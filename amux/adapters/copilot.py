@@ -251,6 +251,9 @@ class CopilotAdapter:
         """`$COPILOT_HOME/session-state/<id>/events.jsonl`."""
         return os.path.join(copilot_home(env), "session-state", ref), "events.jsonl"
 
+    def own_resume(self, ref: str) -> tuple[str, ...] | None:
+        return (f"--resume={ref}",)
+
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return chosen_uuid(_NAMESPACE, session_id)
 

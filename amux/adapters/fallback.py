@@ -66,6 +66,9 @@ class FallbackAdapter:
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None
 
+    def own_resume(self, ref: str) -> tuple[str, ...] | None:
+        return None
+
     def headless(self, home: str, scratch: str) -> Headless:
         raise PlanRefused(f"amux has no adapter for this agent (adapters: {_known()})")
 

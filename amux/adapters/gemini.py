@@ -251,6 +251,9 @@ class GeminiAdapter:
         (through the launch's mirror, whose `tmp` is the real one)."""
         return os.path.join(gemini_home(env), ".gemini", "tmp"), f"session-*-{ref[:8]}.jsonl"
 
+    def own_resume(self, ref: str) -> tuple[str, ...] | None:
+        return ("--resume", ref)
+
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return chosen_uuid(_NAMESPACE, session_id)
 

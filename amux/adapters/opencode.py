@@ -235,6 +235,9 @@ class OpenCodeAdapter:
     def isolated_env(self, home: str) -> EnvPatch:
         return EnvPatch(xdg_dirs(home), _LAUNCHER_ONLY)
 
+    def own_resume(self, ref: str) -> tuple[str, ...] | None:
+        return ("--session", ref)
+
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None  # OpenCode names its sessions; the plugin tells the launcher
 

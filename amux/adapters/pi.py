@@ -218,6 +218,9 @@ class PiAdapter:
     session_files = no_session_files
     user_settings = no_user_settings
 
+    def own_resume(self, ref: str) -> tuple[str, ...] | None:
+        return ("--session", ref)
+
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return os.path.join(state_dir, "pi-session.jsonl")
 

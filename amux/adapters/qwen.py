@@ -211,7 +211,7 @@ class QwenAdapter:
     quick_exit_hint = ("set OPENAI_API_KEY, OPENAI_BASE_URL and OPENAI_MODEL (or choose an auth "
                        "type in ~/.qwen/settings.json), or point it at a model server: "
                        "`amux run --endpoint URL --model NAME qwen`; note that Qwen Code "
-                       "0.24.4 needs Node 22 (npm i -g @qwen-code/qwen-code@0.24.4)")
+                       "0.24.4 declares Node 22 (`amux doctor` compares it with yours)")
 
     unpacked_code = no_unpacked_code
     quick_exit_cause = no_quick_exit_cause
@@ -243,6 +243,9 @@ class QwenAdapter:
         """`<runtime dir>/projects/<the cwd, sanitized>/chats/<id>.jsonl`."""
         runtime = env.get("QWEN_RUNTIME_DIR") or qwen_home(env)
         return os.path.join(runtime, "projects"), f"{ref}.jsonl"
+
+    def own_resume(self, ref: str) -> tuple[str, ...] | None:
+        return ("--resume", ref)
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return chosen_uuid(_NAMESPACE, session_id)

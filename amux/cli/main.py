@@ -83,6 +83,14 @@ def _dispatch(args: list[str]) -> int:
         from amux.cli.doctor import doctor_main
 
         return doctor_main(args[1:])
+    if args[:1] == ["settings"]:
+        from amux.cli.settings import settings_main
+
+        return settings_main(args[1:])
+    if args[:1] == ["completion"]:
+        from amux.cli.completion import completion_main
+
+        return completion_main(args[1:], _top_level())
     if args[:2] == ["protocol", "show"]:
         return _protocol_show(args[2:])
     if args[:2] == ["system", "secrets"]:
@@ -128,6 +136,8 @@ def _top_level() -> Rows:
          "with amux memory; --dry-run prints the plan, --resume ID resumes a session"),
         ("sessions list|show ID|prune", "what each `amux run` session froze; prune old "
          "ones and ones that cannot be resumed"),
+        ("settings show|set|unset", "your defaults for new `amux run` sessions: memory, "
+         "endpoint and model, for every agent or one"),
         ("doctor", "check the set-up: Hub, connection, agents, memory health"),
         ("ui [stop|status]", "the memory page in your browser: browse, read, search, "
          "history, undo, edit, the memory switch"),
@@ -137,6 +147,8 @@ def _top_level() -> Rows:
         ("principal add|alias|token|revoke|delegate|list",
          "who may use this Hub's memory (owner only)"),
         ("eval live", "how well a model uses memory through the real agent"),
+        ("completion bash|zsh|fish", "a shell completion script (`amux completion --help` "
+         "says how to install it)"),
     )
 
 

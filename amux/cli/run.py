@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace
 
 from amux.adapters import ADAPTERS, grouped
@@ -27,19 +28,31 @@ _DESCRIPTION = (
 _EPILOG = (
     "Everything after `--` goes to the agent unchanged, except what amux merges (e.g. "
     "Claude's --append-system-prompt). The agent's own resume flags are refused: use "
-    "--resume with the amux session id from `amux sessions list`.")
+    "--resume with the amux session id from `amux sessions list`. "
+    "Defaults for new sessions: {settings} ([run] for every agent, [agents.NAME] for one; "
+    "keys memory, endpoint, model, endpoint-api, endpoint-key-env, as the options of the "
+    "same name), changed with `amux settings set KEY VALUE`, e.g. `amux settings set "
+    "run.endpoint http://127.0.0.1:11434/v1`, `amux settings set run.model qwen3`, `amux "
+    "settings set agents.claude.memory false`; options given here win, and the dry run "
+    "names each default it used (`defaults`).")
 
 
 def _parser() -> argparse.ArgumentParser:
     agents = ", ".join(ADAPTERS)
+    from amux.launcher.settings import settings_path
+
     parser = strict_parser(prog="amux run", description=_DESCRIPTION.format(agents=agents),
-                           epilog=_EPILOG,
-                           usage="amux run [--dry-run] [--resume ID|last] [--as-user USER "
-                           "[--pass-env NAME]...] [--endpoint URL --model NAME "
-                           "[--endpoint-api KIND] [--endpoint-key-env VAR] "
-                           "[--no-window-check]] [AGENT] [-- ARGS...]")
+                           epilog=_EPILOG.format(settings=settings_path()),
+                           usage="amux run [--dry-run] [--resume ID|last] [--no-memory] "
+                           "[--as-user USER [--pass-env NAME]...] [--endpoint URL --model "
+                           "NAME [--endpoint-api KIND] [--endpoint-key-env VAR] "
+                           "[--no-window-check] | --no-endpoint] [AGENT] [-- ARGS...]")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the launch plan as JSON and start nothing")
+    parser.add_argument("--no-memory", action="store_true",
+                        help="a new session without amux memory: no protocol, no memory "
+                        "tools, and the agent's own memory policy left as it is (the setting "
+                        "`memory = false` does it for an agent every time)")
     parser.add_argument("--resume", metavar="ID", help="resume an amux session (its frozen "
                         "binding, protocol and suppression are reused byte for byte); `last`: "
                         "the newest session started in this directory that can be resumed, "
@@ -58,7 +71,10 @@ def _parser() -> argparse.ArgumentParser:
                         "a user and password in the URL reach the agent only (never its "
                         "argv), and a resume needs them again")
     parser.add_argument("--model", metavar="NAME",
-                        help="with --endpoint: the model the endpoint serves")
+                        help="with --endpoint: the model the endpoint serves (default for "
+                        "both: the settings' endpoint and model, below)")
+    parser.add_argument("--no-endpoint", action="store_true",
+                        help="the agent's own model, whatever endpoint the settings give")
     parser.add_argument("--endpoint-api", metavar="KIND", choices=ENDPOINT_APIS,
                         help="with --endpoint: what it speaks, openai (Chat Completions or "
                         "Responses), anthropic (Messages) or gemini (the Gemini API); "
@@ -85,6 +101,7 @@ def _kinds() -> str:
     return ", ".join(f"{kind} for {', '.join(names)}" for kind, names in by_kind.items())
 
 
+_SWITCHES = ("--dry-run", "--no-window-check", "--no-memory", "--no-endpoint")
 _VALUED = ("--resume", "--as-user", "--pass-env", "--endpoint", "--model", "--endpoint-api",
            "--endpoint-key-env")
 
@@ -94,8 +111,9 @@ def quick_parse(ours: list[str]) -> SimpleNamespace | None:
     argparse decide and explain (help, abbreviations, errors). Importing argparse and
     building its parser (a gettext lookup per help string) would cost every launch
     ~12 ms."""
-    values: dict[str, Any] = {"dry_run": False, "no_window_check": False, "resume": None,
-                              "as_user": None, "pass_env": [], "endpoint": None, "model": None,
+    values: dict[str, Any] = {"dry_run": False, "no_window_check": False, "no_memory": False,
+                              "no_endpoint": False, "resume": None, "as_user": None,
+                              "pass_env": [], "endpoint": None, "model": None,
                               "endpoint_api": None, "endpoint_key_env": None, "agent": None}
     index = 0
     while index < len(ours):
@@ -106,7 +124,7 @@ def quick_parse(ours: list[str]) -> SimpleNamespace | None:
                 return None
             values["agent"] = token
             continue
-        if token in ("--dry-run", "--no-window-check"):
+        if token in _SWITCHES:
             values[token[2:].replace("-", "_")] = True
             continue
         name, equals, value = token.partition("=")
@@ -153,6 +171,22 @@ def _endpoint(args: Any) -> EndpointRequest | None:
                            args.endpoint_key_env)
 
 
+def _with_settings(args: Any, no_memory: str | None,
+                   ) -> tuple[Any, str | None, tuple[tuple[str, str], ...]]:
+    """A new session's options with the user's settings for its agent filling in what the
+    command line left out; why it has no memory, if asked; where each default came from."""
+    from amux.launcher import settings
+
+    given = settings.Options(args.endpoint, args.model, args.endpoint_api,
+                             args.endpoint_key_env, no_memory, {})
+    chosen = settings.apply(settings.load(), os.path.basename(args.agent), given,
+                            args.no_endpoint)
+    filled = SimpleNamespace(**{**vars(args), "endpoint": chosen.endpoint, "model": chosen.model,
+                                "endpoint_api": chosen.endpoint_api,
+                                "endpoint_key_env": chosen.endpoint_key_env})
+    return filled, chosen.no_memory, tuple(chosen.sources.items())
+
+
 def run_main(argv: list[str]) -> int:
     """Options before AGENT are amux's; everything after AGENT (and an optional `--`)
     is the agent's, untouched by amux's own parsing."""
@@ -171,21 +205,27 @@ def run_main(argv: list[str]) -> int:
         args = quick_parse(ours) or _parser().parse_args(ours)
         if args.pass_env and not args.as_user:
             raise InvalidArgument("--pass-env only applies with --as-user")
+        if args.resume is None and args.agent is None:
+            raise InvalidArgument("name an AGENT for a new session, or --resume ID")
+        given = [name for name, value in (("--endpoint", args.endpoint), ("--model", args.model))
+                 if value is not None]
+        if args.no_endpoint and (given or args.resume is not None):
+            raise InvalidArgument(f"--no-endpoint leaves out the settings' endpoint of a new "
+                                  f"session: not with {(given or ['--resume'])[0]}")
+        sources: tuple[tuple[str, str], ...] = ()
+        no_memory = "--no-memory" if args.no_memory else None
+        if args.resume is None and os.path.basename(args.agent) in ADAPTERS:
+            args, no_memory, sources = _with_settings(args, no_memory)
         if args.no_window_check and args.endpoint is None and args.resume is None:
             raise InvalidArgument("--no-window-check only applies with --endpoint (or "
                                   "resuming a session that has one)")
-        if args.resume is None and args.agent is None:
-            raise InvalidArgument("name an AGENT for a new session, or --resume ID")
-        if args.resume not in (None, "last") and args.agent is not None:
-            raise InvalidArgument(f"--resume {args.resume} resumes that "
-                                  "session's own agent: leave AGENT out (an AGENT goes with "
-                                  "--resume last: the newest session of that agent here)")
         from amux.launcher.run import RunRequest, launch
 
         return launch(amux_home(), RunRequest(args.agent, agent_args, args.resume,
                                               args.dry_run, args.as_user,
                                               tuple(args.pass_env), _endpoint(args),
-                                              window_check=not args.no_window_check))
+                                              window_check=not args.no_window_check,
+                                              no_memory=no_memory, defaults=sources))
     except AmuxError as error:  # PlanRefused too: an adapter's refusal is invalid_argument
         return report("amux run", error)
     except OSError as error:  # a full disk on the way (its state, its run directory)

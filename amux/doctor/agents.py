@@ -17,7 +17,8 @@ directories); what the installed code lacks is then searched there too, and when
 directory exists yet it could not be told.
 
 What each agent is (its requirements, its npm package for the fixes) comes from its
-adapter; nothing here knows a particular agent.
+adapter, and every fix installing one from `amux.adapters.install`; nothing here knows a
+particular agent.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from typing import Any
 
 from amux.adapters import ADAPTERS
 from amux.adapters.base import Adapter, Requirement
+from amux.adapters.install import install_hint
 from amux.doctor import Finding
 from amux.envpatch import EnvPatch
 from amux.launcher import readfile
@@ -61,8 +63,6 @@ which may name what the code no longer reads."""
 MANIFEST_BYTES = 1 << 20
 """A package's `package.json` larger than this is not read (its dependencies are then not
 searched)."""
-CHECKOUT_NPM = Path(__file__).resolve().parents[2] / "fixtures" / "npm"
-"""In an amux checkout: the pinned agents (`npm ci --prefix fixtures/npm`)."""
 
 
 def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any], list[Finding]]:
@@ -74,7 +74,7 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
         return ({"name": name, "found": False, "path": None, "realpath": None, "version": None,
                  "requirements": []},
                 [Finding(label, f"{name} is not on PATH, so `amux run {name}` cannot start it",
-                         install_fix(name))])
+                         install_hint(name))])
     probe = SystemProbe(env, "/", executable=executable)
     flags = [r for r in adapter.requires if r.kind == "flag"]
     strings = [r.name for r in adapter.requires if r.kind != "flag"]
@@ -207,7 +207,7 @@ def _finding(label: str, name: str, version: str | None, requirement: Requiremen
     if present:
         return None
     return Finding(label, f"{name} {version or '(version unknown)'} has no {what} (not in "
-                   f"{where}), which amux needs: {requirement.why}", update_fix(name))
+                   f"{where}), which amux needs: {requirement.why}", install_hint(name))
 
 
 def agent_version(home: Path, adapter: Adapter, executable: str,
@@ -350,32 +350,3 @@ def search_unpacked(patterns: Sequence[str], names: Sequence[str]) -> dict[str, 
             if os.path.isdir(directory):
                 return search(_code_files(directory), names)
     return dict.fromkeys(names)
-
-
-def install_fix(name: str) -> str | None:
-    """The command that puts agent `name` on PATH: the checkout's pinned one when it is
-    installed there, else npm's."""
-    pinned = CHECKOUT_NPM / "node_modules" / ".bin"
-    if (pinned / name).exists():
-        return f'export PATH="{pinned}:$PATH"'
-    package = _package(name)
-    return None if package is None else f"npm i -g {package}"
-
-
-def update_fix(name: str) -> str | None:
-    """The command that installs the version amux is tested with (pinned in the checkout),
-    else the latest."""
-    package = _package(name)
-    if package is None:
-        return None
-    try:
-        pins = json.loads((CHECKOUT_NPM / "package.json").read_text())["dependencies"]
-        version = str(pins[package])
-    except (OSError, ValueError, KeyError, TypeError):
-        version = "latest"
-    return f"npm i -g {package}@{version}"
-
-
-def _package(name: str) -> str | None:
-    adapter = ADAPTERS.get(name)
-    return None if adapter is None else adapter.package

@@ -196,8 +196,10 @@ def run_live(options: LiveOptions) -> tuple[int, dict[str, Any]]:
     }
     binary = find_binary(agent.name, options.agent_bin)
     if binary is None:
-        raise HarnessError(f"{agent.name} not found: give --agent-bin PATH, put it on PATH, "
-                           "or run `npm ci --prefix fixtures/npm` in an amux checkout")
+        from amux.adapters.install import install_hint
+
+        raise HarnessError(f"{agent.name} not found: give --agent-bin PATH, or install it as "
+                           f"amux is tested with it: {install_hint(agent.name)}")
     report["agent_binary"] = str(binary)
     given = credential(agent, options.api_key_env)
     runs = options.keep or Path(tempfile.mkdtemp(prefix="amux-eval-runs-"))

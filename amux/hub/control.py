@@ -45,17 +45,22 @@ def _owner_connection(home: Path) -> Connection | None:
 
 
 def status(home: Path) -> dict[str, Any]:
-    """The running Hub's status, or `{"running": false}` when none answers."""
+    """The running Hub's status, or `{"running": false}` when none answers (with `log`,
+    `run/hub.log`, when a Hub started in the background has written one: why it stopped
+    or did not start is there)."""
     connection = _owner_connection(home)
+    stopped: dict[str, Any] = {"running": False}
+    if os.path.exists(log_path(home)):
+        stopped["log"] = str(log_path(home))
     if connection is None:
-        return {"running": False}
+        return stopped
     try:
         with HubClient(connection, timeout=5.0) as client:
             answer: dict[str, Any] = client.call("/v1/status", {})
             return answer
     except AmuxError as error:
         if error.code == "hub_unreachable" and "peer_uid" not in error.details:
-            return {"running": False}
+            return stopped
         raise  # an impostor on the owner socket is not "not running": say so
 
 

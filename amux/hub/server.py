@@ -46,7 +46,7 @@ from amux.hub.api import HubApi
 from amux.hub.config import ConfigFile
 from amux.hub.identities import Registry
 from amux.hub.loop import EventLoop, Listener, connection_cap
-from amux.hub.paths import owner_socket_path, pid_path
+from amux.hub.paths import log_path, owner_socket_path, pid_path
 from amux.hub.searcher import SearchProcess
 from amux.memory.history import History
 from amux.memory.store import Store
@@ -113,7 +113,7 @@ class Hub:
             "memory_root": str(self.store.root), "memory_enabled": config.memory_enabled,
             "isolation_enabled": config.isolation_enabled, "listeners": listeners,
             "version": __version__, "history_caught_up": self._history_caught_up.is_set(),
-            "search_process_pid": self.searches.pid,
+            "search_process_pid": self.searches.pid, "log": _log(self.home),
         }
 
     def _listen(self, path: Path, *, owner: bool) -> Listener:
@@ -273,6 +273,18 @@ class Hub:
             self._loop.wake()
         else:
             self._loop.stop()
+
+
+def _log(home: Path) -> str | None:
+    """Where this Hub's messages go: `run/hub.log` when its stderr is that file (a Hub
+    started in the background), None when it is something else (`amux hub serve` in a
+    terminal)."""
+    path = log_path(home)
+    try:
+        ours, there = os.fstat(2), os.stat(path)
+    except OSError:
+        return None
+    return str(path) if (ours.st_dev, ours.st_ino) == (there.st_dev, there.st_ino) else None
 
 
 def _answers(path: Path) -> bool:

@@ -75,6 +75,11 @@ class RunRequest(NamedTuple):
     window_check: bool = True
     """Compare the endpoint's context window with the agent's first request before the
     launch (`--no-window-check`: not)."""
+    no_memory: str | None = None
+    """A new session without memory as the user asked (`--no-memory`, or the setting that
+    says so): no discovery, no protocol, no tools, the agent's own memory untouched."""
+    defaults: tuple[tuple[str, str], ...] = ()
+    """Each option of a new session that the user's settings gave, and where from."""
 
 
 class Launch(NamedTuple):
@@ -103,6 +108,8 @@ class Launch(NamedTuple):
     window: Check | None = None
     """The endpoint's context window against the agent's first request (None: no endpoint,
     or not checked)."""
+    defaults: tuple[tuple[str, str], ...] = ()
+    """`RunRequest.defaults`: the options the user's settings gave, and where from."""
 
     @property
     def run_as(self) -> RunAs | None:
@@ -142,6 +149,7 @@ class Launch(NamedTuple):
             "argv": list(plan.argv), "env": self.env.shown(),
             "path_prepend": list(self.env.path), "channel": plan.channel,
             "binding": session.binding, "principal": session.principal,
+            "no_memory_reason": session.no_memory_reason, "defaults": dict(self.defaults),
             "protocol_version": session.protocol_version, "instructions": plan.instructions,
             "suppression": dict(plan.suppression), "agent_session": plan.agent_session,
             "files": [entry["path"] for entry in writes], "writes": writes,
@@ -182,9 +190,13 @@ def _executable(agent: str) -> str:
         if close:  # a typo of an agent that is there
             raise InvalidArgument(f"agent {agent!r} not found; did you mean "
                                   f"`amux run {close[0]}`?")
+        from amux.adapters.install import install_hint
+
+        hint = install_hint(os.path.basename(agent))
+        install = (f"install it as amux is tested with it: {hint}" if hint else
+                   "install it")
         raise InvalidArgument(f"agent {agent!r} not found (not on PATH and "
-                              "not an executable path); install it (e.g. `npm ci --prefix "
-                              "fixtures/npm` in an amux checkout) or give its path")
+                              f"not an executable path); {install}; or give its path")
     return os.path.abspath(found) if os.sep in agent else found
 
 
@@ -200,7 +212,7 @@ def _discover(home: Path, request: RunRequest, adapter: Adapter,
               target: Target | None) -> tuple[wiring.Binding | None, list[str]]:
     """The binding a new session freezes, from the Hub (read-only), or the warning why
     it has none. A dry run does not start the Hub."""
-    if adapter.channel == "none":
+    if adapter.channel == "none" or request.no_memory is not None:
         return None, []
     try:
         if target is None:
@@ -217,8 +229,11 @@ that agent) that can be resumed."""
 
 def _resumed(home: Path, request: RunRequest) -> tuple[state.SessionState, Adapter]:
     assert request.resume is not None
-    frozen = (_last(home, request.agent) if request.resume == LAST
-              else state.load(home, request.resume))
+    frozen = _last(home, request.agent) if request.resume == LAST else _named(home, request)
+    if request.no_memory is not None and frozen.binding is not None:
+        raise InvalidArgument(f"session {frozen.id} started with memory, and a resume keeps "
+                              "its frozen protocol and suppression; --no-memory is for a new "
+                              f"session (`amux run --no-memory {frozen.adapter} -- …`)")
     if not frozen.resumable:
         raise InvalidArgument(f"session {frozen.id} cannot be resumed: "
                               f"it was {frozen.not_resumable_reason}; start a new session "
@@ -288,6 +303,50 @@ def _last(home: Path, agent: str | None) -> state.SessionState:
           f"{time.strftime('%Y-%m-%d %H:%M', time.localtime(picked.created_at))}), the newest "
           f"resumable one{of} started here", file=sys.stderr, flush=True)
     return picked
+
+
+def _named(home: Path, request: RunRequest) -> state.SessionState:
+    """The session `--resume ID` names: an amux session, or the amux session whose agent
+    session ID is (named on stderr); an ID of neither is refused, naming the agent's own
+    command that resumes it (a session started outside amux never adopts its wiring)."""
+    assert request.resume is not None
+    ref = request.resume
+    if state.saved(home, ref):
+        if request.agent is not None:
+            raise InvalidArgument(f"--resume {ref} resumes that session's own agent: leave "
+                                  "AGENT out (an AGENT goes with --resume last: the newest "
+                                  "session of that agent here)")
+        return state.load(home, ref)
+    started = [each for each in state.listing(home, _warn) if each.agent_session == ref]
+    if started and request.agent in (None, started[-1].adapter):
+        print(f"amux run: {ref} is {started[-1].adapter}'s own id of amux session "
+              f"{started[-1].id}: resuming that", file=sys.stderr, flush=True)
+        return started[-1]
+    raise InvalidArgument(_not_ours(ref, request.agent))
+
+
+def _not_ours(ref: str, agent: str | None) -> str:
+    """Why `--resume REF` names no amux session, and the agent's own command for it: the
+    named AGENT's, else that of the agent that keeps a session REF (`kept_session`), else
+    every agent's."""
+    import shlex
+
+    from amux.launcher.userfiles import matching
+
+    adapters = ([for_agent(agent)] if agent is not None else
+                [each for each in ADAPTERS.values()
+                 if (where := each.kept_session(ref, os.environ)) and matching(*where)]
+                or list(ADAPTERS.values()))
+    commands = [shlex.join((os.path.basename(agent or each.name), *own)) for each in adapters
+                if (own := each.own_resume(ref)) is not None]
+    said = (f"no amux session {ref!r}: `amux run --resume` takes the id of a session amux "
+            "started (`amux sessions list`; `last`: the newest here)")
+    if not commands:
+        return f"{said}; amux knows no way to resume a session of {agent}"
+    who = adapters[0].display_name if len(commands) == 1 else "the agent that started it"
+    return (f"{said}. A session started outside amux has no instructions or memory wiring "
+            f"amux froze, so amux cannot resume it: resume it with {who} itself, without "
+            "amux memory: " + " or ".join(f"`{command}`" for command in commands))
 
 
 def _resumable(session: state.SessionState) -> bool:
@@ -384,6 +443,9 @@ def _prepare(home: Path, request: RunRequest, client: Path,
         session_id = state.new_session_id()
         protocol = (render.render(adapter.channel)
                     if binding and adapter.channel != "none" else None)
+        no_memory = request.no_memory or next(iter(warnings), None) or (
+            f"no memory capability for {os.path.basename(request.agent)}: amux has no "
+            "adapter for it" if adapter.channel == "none" else None)
         session = state.SessionState(
             id=session_id, agent=request.agent, adapter=adapter.name,
             adapter_version=None,
@@ -393,7 +455,8 @@ def _prepare(home: Path, request: RunRequest, client: Path,
             instructions=None, suppression={}, agent_session=None,
             created_at=time.time(), cwd=os.getcwd(),
             as_user=target.name if target else None,
-            endpoint=_frozen(request.endpoint))
+            endpoint=_frozen(request.endpoint),
+            no_memory_reason=None if protocol else no_memory)
     new = request.resume is None
     endpoint = _frozen_endpoint(session, request.endpoint)
     agent_dir = _agent_dir(home, session.id, target)
@@ -449,7 +512,8 @@ def _prepare(home: Path, request: RunRequest, client: Path,
             not_resumable_reason=plan.not_resumable)
     return Launch(session, new, adapter, plan, base.then(plan.env).against(os.environ),
                   target, run_dir, agent_dir,
-                  state.writes(home, session.id) if new else (), files, checked)
+                  state.writes(home, session.id) if new else (), files, checked,
+                  request.defaults)
 
 
 def launch(home: Path, request: RunRequest) -> int:

@@ -3,12 +3,18 @@
 `state.json` (0600, written temp-and-replace) holds the binding, the full frozen
 protocol and merged instruction text, the adapter and the agent's version, the
 memory channel, the native-memory suppression applied, the agent's own session
-reference once known, and whether the session can be resumed at all. A resume
+reference once known, whether the session can be resumed at all, and why it has no
+memory when it has none. A resume
 reads it back and reuses it byte for byte; it is never rewritten except to record
 the agent's session reference. The directory also holds agent files the session
 owns (Pi's session file and the instructions file it is given). No secrets here:
 tokens live only in the run directory's connection config and die with the run, and an
 endpoint's URL is kept without its user and password (`frozen_endpoint`).
+
+`version` is the shape of the file: a field added or changed makes a new version, and
+`MIGRATIONS` brings a state of every older version to the current one when it is read
+(the file itself is rewritten only when the session is saved again); a newer version, or
+one that cannot be migrated, is refused saying why and what to do.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-STATE_VERSION = 1
+STATE_VERSION = 2
 
 
 class SessionState(NamedTuple):
@@ -60,6 +66,9 @@ class SessionState(NamedTuple):
     """`amux run --endpoint`: url (without a user and password), model, api, key_env (the
     variable's name, never the key), `credentials: true` when the URL had a user and
     password (`frozen_endpoint`); reused on resume; None: the agent's own configured model."""
+    no_memory_reason: str | None = None
+    """Why the session has no memory (`--no-memory`, a setting, what discovery found, an
+    agent without a memory capability); None when it has memory."""
 
     def summary(self) -> dict[str, Any]:
         """The state without its long texts (protocol, instructions): `amux sessions list`."""
@@ -83,6 +92,14 @@ def session_dir(home: Path, session_id: str) -> Path:
     if not session_id or "/" in session_id or session_id.startswith("."):
         raise InvalidArgument(f"not an amux session id: {session_id!r}")
     return sessions_dir(home) / session_id
+
+
+def saved(home: Path, session_id: str) -> bool:
+    """Whether `session_id` (any text: an agent's own session id too) names a saved
+    session."""
+    if not session_id or "/" in session_id or session_id.startswith("."):
+        return False
+    return os.path.lexists(session_dir(home, session_id) / "state.json")
 
 
 def writes(home: Path, session_id: str) -> tuple[Write, ...]:
@@ -118,9 +135,7 @@ def load(home: Path, session_id: str) -> SessionState:
         raise _unreadable(path, "nested too deeply") from None
     if not isinstance(data, dict):
         raise _unreadable(path, "not a JSON object")
-    if data.get("version") != STATE_VERSION:
-        raise InvalidArgument(f"{path} has state version "
-                              f"{data.get('version')!r}; this amux reads {STATE_VERSION}")
+    data = _migrated(path, data)
     problem = _problem(data, session_id)
     if problem is not None:
         raise _unreadable(path, problem)
@@ -128,6 +143,46 @@ def load(home: Path, session_id: str) -> SessionState:
     if data.get("endpoint") is not None:
         data["endpoint"] = frozen_endpoint(data["endpoint"])
     return SessionState(**data)
+
+
+def _from_version_1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 (amux 0.1.0 before `no_memory_reason`): a session without a binding has
+    the reason its start warned of first (discovery's, or the agent's lack of a memory
+    capability), else one saying it was not recorded."""
+    reason = None
+    if data.get("binding") is None:
+        warnings = data.get("warnings")
+        first = warnings[0] if isinstance(warnings, list) and warnings else None
+        reason = first if isinstance(first, str) else "not recorded by the amux that started it"
+    return {**data, "version": 2, "no_memory_reason": reason}
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {1: _from_version_1}
+"""Each older state version → what makes a state of it the next version's."""
+
+
+def _migrated(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """`data` brought to `STATE_VERSION`; refused, saying why and what to do, when it is
+    newer or cannot be migrated."""
+    version = data.get("version")
+    if type(version) is not int:
+        raise _unreadable(path, f"its state version is {version!r}, not a number")
+    if version > STATE_VERSION:
+        from amux import __version__
+
+        raise InvalidArgument(
+            f"{path} was saved by a newer amux (state version {version}; amux {__version__} "
+            f"reads versions up to {STATE_VERSION}): resume it with that amux (upgrade this "
+            "one: `pipx upgrade amux`, or `git pull` and install the checkout again), or "
+            "start a new session")
+    while version < STATE_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise _unreadable(path, f"state version {version} is older than any this amux "
+                              f"migrates ({min(MIGRATIONS)} to {STATE_VERSION})")
+        data = step(data)
+        version = data["version"]
+    return data
 
 
 def frozen_endpoint(endpoint: Mapping[str, str | bool | None]) -> dict[str, str | bool | None]:
@@ -147,7 +202,8 @@ _TYPES: dict[str, tuple[type, ...]] = {
     "protocol_version": (str, _NONE), "protocol": (str, _NONE), "instructions": (str, _NONE),
     "suppression": (dict,), "agent_session": (str, _NONE), "created_at": (int, float),
     "cwd": (str,), "warnings": (list,), "as_user": (str, _NONE), "version": (int,),
-    "resumable": (bool,), "not_resumable_reason": (str, _NONE), "endpoint": (dict, _NONE)}
+    "resumable": (bool,), "not_resumable_reason": (str, _NONE), "endpoint": (dict, _NONE),
+    "no_memory_reason": (str, _NONE)}
 """What each `SessionState` field is in `state.json`, as json reads it back (exact types:
 a boolean is no number)."""
 
@@ -187,7 +243,8 @@ def _holds(name: str, value: Any) -> bool:
 
 def _unreadable(path: Path, why: str) -> AmuxError:
     return InvalidArgument(f"{path} is not a session state amux can read "
-                           f"({why}); remove that session: rm -r {shlex.quote(str(path.parent))}")
+                           f"({why}), so it cannot be resumed: start a new session instead, "
+                           f"and remove this one: rm -r {shlex.quote(str(path.parent))}")
 
 
 def listing(home: Path, warn: Callable[[str], None]) -> list[SessionState]:

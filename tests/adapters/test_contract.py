@@ -140,6 +140,21 @@ def test_the_agents_own_resume_flags_are_refused(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", NAMES)
+def test_the_agents_own_resume_command_is_one_the_doctor_checks(name: str) -> None:
+    """What `amux run --resume` names for a session started outside amux: the flag is one
+    of the adapter's `requires`, so `amux doctor` finds it in the installed agent, and a
+    plan refuses it as the agent's own resume flag."""
+    adapter = ADAPTERS[name]
+    own = adapter.own_resume("5b0c7a52-9f4e-4e1a-8d0e-1f6a2b3c4d5e")
+    assert own is not None and own[-1].endswith("5b0c7a52-9f4e-4e1a-8d0e-1f6a2b3c4d5e")
+    flag = own[0].partition("=")[0]
+    assert flag in {r.name for r in adapter.requires if r.kind == "flag"}
+    if flag.startswith("-"):
+        with pytest.raises(ResumeFlagRefused):
+            plan(name, args=own)
+
+
+@pytest.mark.parametrize("name", NAMES)
 def test_without_memory_the_agent_keeps_its_own_policy(name: str) -> None:
     launch = plan(name, with_memory=False)
     assert launch.channel == "none" and launch.instructions is None

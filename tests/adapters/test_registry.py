@@ -59,6 +59,9 @@ class ToyAdapter:
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return "toy-" + session_id
 
+    def own_resume(self, ref: str) -> tuple[str, ...] | None:
+        return ("--session", ref)
+
     def headless(self, home: str, scratch: str) -> Headless:
         return Headless(("--print", PROMPT), env=EnvPatch({"TOY_HOME": home}))
 

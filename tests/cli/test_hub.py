@@ -34,12 +34,14 @@ def test_status_start_race_reload_stop(home: Path) -> None:
     assert len(pids) == 1  # one Hub, whichever racer started it
     code, status, _ = amux(home, "hub", "status")
     assert code == 0 and status["running"] is True and status["pid"] in pids
+    assert status["log"] == str(home / "run" / "hub.log")  # where its messages go
     config = home / "config.toml"
     config.write_text("[memory]\nenabled = true\n")
     assert amux(home, "hub", "reload")[1]["memory_enabled"] is True
     code, stopped, _ = amux(home, "hub", "stop")
     assert (code, stopped["stopped"]) == (0, True)
-    assert amux(home, "hub", "status")[1] == {"running": False}
+    assert amux(home, "hub", "status")[1] == {"running": False,  # its log says why it ended
+                                              "log": str(home / "run" / "hub.log")}
     assert not (home / "run" / "hub.sock").exists()
 
 
@@ -82,4 +84,4 @@ def test_an_explicit_hub_is_never_started(home: Path, tmp_path: Path) -> None:
     code, out, _ = amux(home, "memory", "show", "a.md",
                         env={"AMUX_HUB": f"unix:{tmp_path}/none.sock", "AMUX_TOKEN": "t"})
     assert (code, out["error"]["code"]) == (4, "hub_unreachable")
-    assert amux(home, "hub", "status")[1] == {"running": False}
+    assert amux(home, "hub", "status")[1] == {"running": False}  # none ever ran: no log

@@ -34,7 +34,8 @@ def test_a_quick_parse_is_argparses(ours: list[str]) -> None:
 def test_plain_calls_are_quick_and_the_rest_is_argparses() -> None:
     assert vars(quick_parse(["--dry-run", "--resume", "S", "--pass-env=A", "--pass-env", "B",
                              "--no-window-check"]) or {}) == {
-        "dry_run": True, "no_window_check": True, "resume": "S", "as_user": None,
+        "dry_run": True, "no_window_check": True, "no_memory": False, "no_endpoint": False,
+        "resume": "S", "as_user": None,
         "pass_env": ["A", "B"], "endpoint": None, "model": None, "endpoint_api": None,
         "endpoint_key_env": None, "agent": None}
     assert quick_parse(["--as-user", "alice", "claude"]) is not None

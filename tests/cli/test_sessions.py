@@ -137,7 +137,7 @@ def test_a_spoiled_state_is_invalid_argument_naming_the_file_and_the_fix(
     assert json.loads(done.stdout)["error"]["code"] == "invalid_argument"
     [line] = done.stderr.splitlines()
     assert line.startswith(f"amux sessions: invalid_argument: {path} ")
-    assert line.endswith(f"remove that session: rm -r {path.parent}")
+    assert line.endswith(f"start a new session instead, and remove this one: rm -r {path.parent}")
 
 
 def test_sessions_list_skips_and_names_a_session_it_cannot_read(tmp_path: Path) -> None:
@@ -150,7 +150,8 @@ def test_sessions_list_skips_and_names_a_session_it_cannot_read(tmp_path: Path) 
     assert [entry["id"] for entry in json.loads(done.stdout)["sessions"]] == [good]
     assert done.stderr.splitlines() == [
         f"amux sessions: warning: skipped session {bad}: {path} is not a session state amux "
-        f"can read (not a JSON object); remove that session: rm -r {path.parent}"]
+        f"can read (not a JSON object), so it cannot be resumed: start a new session instead, "
+        f"and remove this one: rm -r {path.parent}"]
 
 
 def test_prune_removes_old_and_unresumable_sessions_and_says_why(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from typing import TypeVar
 import pytest
 
 from amux.adapters import ADAPTERS
+from amux.adapters.install import install_hint
 from amux.doctor import agents
 from tests.peers import npm_bin
 
@@ -69,9 +70,7 @@ def test_an_agent_missing_from_path_names_how_to_install_it(tmp_path: Path) -> N
                     "version": None, "requirements": []}
     [finding] = findings
     assert finding.severity == "problem" and "not on PATH" in finding.message
-    assert finding.fix == agents.install_fix("codex")
-    assert finding.fix in (f'export PATH="{agents.CHECKOUT_NPM}/node_modules/.bin:$PATH"',
-                           "npm i -g @openai/codex")
+    assert finding.fix == install_hint("codex")  # tests/adapters/test_install.py: which
 
 
 @pytest.mark.parametrize(("name", "flag"), [("claude", "--mcp-config"), ("codex", "app-server"),
@@ -83,8 +82,7 @@ def test_a_help_without_a_flag_is_a_problem_naming_the_update(name: str, flag: s
     assert seen["version"] == "9.9.9"
     [finding] = findings
     assert f"flag {flag}" in finding.message and "9.9.9" in finding.message
-    assert finding.fix == agents.update_fix(name)
-    assert finding.fix is not None and finding.fix.startswith(f"npm i -g {ADAPTERS[name].package}@")
+    assert finding.fix == install_hint(name)  # the version amux is tested with
     missing = [r["name"] for r in seen["requirements"] if not r["present"]]
     assert missing == [flag]
 
@@ -116,7 +114,7 @@ def test_a_missing_variable_is_a_problem(tmp_path: Path) -> None:
     script.write_text(script.read_text().replace("PI_CODING_AGENT_DIR", "PI_OTHER_DIR"))
     [finding] = agents.check("pi", env_with(tmp_path / "bin"), tmp_path)[1]
     assert "env PI_CODING_AGENT_DIR" in finding.message and "installed code" in finding.message
-    assert finding.fix == agents.update_fix("pi")
+    assert finding.fix == install_hint("pi")
 
 
 def test_a_flag_is_a_whole_word_of_the_help() -> None:
@@ -124,11 +122,6 @@ def test_a_flag_is_a_whole_word_of_the_help() -> None:
     assert agents.in_help((0, "", "  -c, --config <key=value>\n"), "-c") is True
     assert agents.in_help((0, "  resume   Resume a session\n", ""), "resume") is True
     assert agents.in_help(None, "-c") is None
-
-
-def test_every_known_agent_has_its_install_command() -> None:
-    assert all(ADAPTERS[name].package for name in ADAPTERS)
-    assert agents.install_fix("my-agent") is None
 
 
 def unblocked(call: Callable[[], T], fifo: Path, seconds: float = 30) -> T:

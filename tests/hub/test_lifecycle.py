@@ -137,7 +137,7 @@ def test_stop_succeeds_while_the_on_demand_starter_is_still_alive(short_home: Pa
         assert (code, stopped["stopped"], stopped["pid"]) == (0, True, pid), err
         assert time.monotonic() - began < 5
         assert gone(pid)
-        assert amux(short_home, "hub", "status")[1] == {"running": False}
+        assert amux(short_home, "hub", "status")[1]["running"] is False
     finally:
         assert starter.stdin is not None and starter.stdout is not None
         starter.stdin.close()

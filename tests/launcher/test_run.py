@@ -532,7 +532,8 @@ def test_resume_last_skips_and_names_a_session_it_cannot_read(
     assert json.loads(resumed.stdout)["session"] == good.name
     assert resumed.stderr.splitlines()[0] == (
         f"amux run: warning: skipped session {bad.name}: {bad}/state.json is not a session state "
-        f"amux can read (not a JSON object); remove that session: rm -r {bad}")
+        f"amux can read (not a JSON object), so it cannot be resumed: start a new session "
+        f"instead, and remove this one: rm -r {bad}")
     assert resumed.stderr.splitlines()[1].startswith(f"amux run: resuming session {good.name}")
     assert len(resumed.stderr.splitlines()) == 2
 
