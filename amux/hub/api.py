@@ -256,7 +256,7 @@ class HubApi:
         if not isinstance(operation, str) or (known := MEMORY_OPERATIONS.get(operation)) is None:
             raise InvalidArgument(f"unknown memory operation {shown(operation)}; the Hub "
                                   f"answers {', '.join(MEMORY_OPERATIONS)}")
-        _check_fields(operation, body, known.required, known.optional | also)
+        check_fields(operation, body, known.required, known.optional | also)
         author = Author(credential.principal, credential.agent, credential.session)
         return known.run(self, scope(), body, author)
 
@@ -324,7 +324,7 @@ class HubApi:
         return {"path": path, "from_revision": old, "to_revision": new, "diff": "".join(lines)}
 
     def _binding(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
-        _check_fields("binding", body, frozenset(), frozenset())
+        check_fields("binding", body, frozenset(), frozenset())
         scope = self._scope(request, credential)
         return {"principal": credential.principal, "binding": scope.binding}
 
@@ -338,7 +338,7 @@ class HubApi:
     def _delegate(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
         """A TTL-limited token of the caller's own principal, bound to its scope now, that
         cannot mint further tokens (SPEC §4): what a launcher gives each agent."""
-        _check_fields("delegate", body, frozenset(),
+        check_fields("delegate", body, frozenset(),
                       frozenset({"ttl", "binding", "agent", "session"}))
         self._require_login(credential, "mint further tokens")
         ttl = body.get("ttl", SELF_DELEGATE_TTL_DEFAULT)
@@ -359,7 +359,7 @@ class HubApi:
 
     def _revoke(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
         """Revoke one of the caller's own delegated tokens (never another principal's)."""
-        _check_fields("revoke", body, frozenset({"token_id"}), frozenset())
+        check_fields("revoke", body, frozenset({"token_id"}), frozenset())
         self._require_login(credential, "revoke tokens")
         revoked = self.registry.revoke_delegated(credential.principal, body["token_id"])
         return {"principal": credential.principal, "revoked": [revoked]}
@@ -387,10 +387,10 @@ class HubApi:
         self._require_owner(request, credential)
         action = body.get("action")
         if action == "get":
-            _check_fields("config get", body, frozenset({"action", "key"}), frozenset())
+            check_fields("config get", body, frozenset({"action", "key"}), frozenset())
             return {"key": body["key"], "value": self.config_file.get(body["key"])}
         if action == "set":
-            _check_fields("config set", body, frozenset({"action", "key", "value"}), frozenset())
+            check_fields("config set", body, frozenset({"action", "key", "value"}), frozenset())
             value = self.config_file.set(body["key"], str(body["value"]))
             self.reload()
             return {"key": body["key"], "value": value}
@@ -443,10 +443,10 @@ class HubApi:
         action = body.get("action")
         target = frozenset({"principal", "binding"})
         if action == "list":
-            _check_fields("secrets list", body, frozenset({"action"}), target)
+            check_fields("secrets list", body, frozenset({"action"}), target)
             return self.store.allowed_secrets(self._named_scope(credential, body))
         if action in ("allow", "remove"):
-            _check_fields(f"secrets {action}", body, frozenset({"action", "fingerprint"}), target)
+            check_fields(f"secrets {action}", body, frozenset({"action", "fingerprint"}), target)
             scope = self._named_scope(credential, body)
             return self.store.allow_secret(scope, body["fingerprint"], allow=action == "allow")
         raise InvalidArgument(f"secrets action must be allow, remove or list, got {action!r}")
@@ -462,7 +462,7 @@ class HubApi:
             return self._operate("log", body, credential, target | {"action"},
                                  lambda: self._named_scope(credential, body))
         if action == "purge":
-            _check_fields("history purge", body, frozenset({"action", "path"}),
+            check_fields("history purge", body, frozenset({"action", "path"}),
                           target | {"revision"})
             return self.store.purge_history(self._named_scope(credential, body),
                                             body["path"], body.get("revision"))
@@ -486,7 +486,7 @@ class HubApi:
         isolation on each principal's, the owner's first and the others by name; `exists`
         says the scope's folder is there (its first write makes it)."""
         self._require_owner(request, credential)
-        _check_fields("scopes", body, frozenset(), frozenset())
+        check_fields("scopes", body, frozenset(), frozenset())
         isolation = self.config.isolation_enabled
         named: list[tuple[str | None, Scope]] = [(None, GLOBAL)]
         if isolation:
@@ -578,9 +578,11 @@ def _parse_body(body: bytes) -> dict[str, Any]:
     return value
 
 
-def _check_fields(
+def check_fields(
     operation: str, body: dict[str, Any], required: frozenset[str], optional: frozenset[str]
 ) -> None:
+    """Refuse a body missing a required field or carrying one `operation` does not take (a
+    typo never passes silently); the Hub's endpoints and the memory page's operations."""
     missing = sorted(required - body.keys())
     if missing:
         raise InvalidArgument(f"{operation} needs {', '.join(missing)}")

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from amux.client.read import read_pages
 from amux.client.transport import hub_client
 from amux.errors import Forbidden, InvalidArgument
+from amux.hub.api import check_fields
 from amux.ui import render
 
 LOG_PAGE = 100
@@ -227,12 +228,7 @@ def answer(page: Page, name: str, body: dict[str, Any]) -> Any:
     operation = OPERATIONS.get(name)
     if operation is None:
         raise InvalidArgument(f"the page has no operation {name!r}")
-    missing = sorted(operation.required - body.keys())
-    if missing:
-        raise InvalidArgument(f"{name} needs {', '.join(missing)}")
-    unknown = sorted(body.keys() - operation.required - operation.optional)
-    if unknown:
-        raise InvalidArgument(f"{name} does not take {', '.join(unknown)}")
+    check_fields(name, body, operation.required, operation.optional)
     scope = body.get("scope")
     if scope is not None and not isinstance(scope, str):
         raise InvalidArgument("scope must be a binding string")
