@@ -179,6 +179,12 @@ def test_create_forget_and_undo(page_hub: HubProcess, ui: PageClient,
     dialog.get_by_role("button", name="Confirm").click()
     expect(page.locator("#notice")).to_contain_text("Forgot notes/new.md.")
     assert content_of(page_hub, "notes/new.md") is None
+    # The live watch sees the page's own forget too; it is not announced over the page's
+    # own notice (and its Undo).
+    _, log = page_hub.call("/v1/memory/log", {"limit": 1})
+    expect(page.locator("body")).to_have_attribute(
+        "data-last-change", log["changes"][0]["commit"], timeout=15_000)
+    expect(page.locator("#notice")).to_contain_text("Forgot notes/new.md.")
     page.locator("#notice").get_by_role("button", name="Undo").click()
     expect(page.locator("article.document-view h1")).to_have_text("New")
     assert content_of(page_hub, "notes/new.md") == "# New\nhello\n"

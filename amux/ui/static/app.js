@@ -5,7 +5,10 @@
 "use strict";
 
 const KEY = "amux-ui-key";
-const state = { me: null, scope: null, head: null, editing: null, live: 0 };
+const state = { me: null, scope: null, head: null, editing: null, live: 0, mine: [] };
+// What this page changes itself: its own writes are not news when the live watch sees them.
+const WRITES = new Set(["save", "forget", "restore", "purge"]);
+const MINE_SECONDS = 30;
 
 // -- the key of this start: from the address's fragment, then kept by this origin ------
 function bootKey() {
@@ -28,6 +31,9 @@ class ApiError extends Error {
 }
 
 async function api(name, body) {
+  const mine = WRITES.has(name) && body && body.path
+    ? { path: body.path, until: Date.now() + MINE_SECONDS * 1000 } : null;
+  if (mine) state.mine.push(mine);
   const answer = await fetch("/api/" + name, {
     method: "POST",
     headers: { "Content-Type": "application/json", "X-Amux-Key": bootKey() },
@@ -37,7 +43,10 @@ async function api(name, body) {
   });
   let value = null;
   try { value = await answer.json(); } catch (_) { value = null; }
-  if (!answer.ok) throw new ApiError(answer.status, value);
+  if (!answer.ok) {
+    if (mine) state.mine = state.mine.filter((entry) => entry !== mine);
+    throw new ApiError(answer.status, value);
+  }
   return value;
 }
 
@@ -622,9 +631,18 @@ async function watch() {
   }
 }
 
+function ours(change) {
+  const now = Date.now();
+  state.mine = state.mine.filter((entry) => entry.until > now);
+  const index = state.mine.findIndex((entry) => entry.path === change.path);
+  if (index >= 0) state.mine.splice(index, 1);
+  return index >= 0;
+}
+
 function changed(change) {
   const p = params();
   document.body.dataset.lastChange = change.commit;
+  if (ours(change)) return;
   if (state.editing) {
     if (state.editing.path === change.path) {
       notice(change.path + " was changed meanwhile (" + (change.agent || change.principal
