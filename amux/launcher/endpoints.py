@@ -6,10 +6,11 @@ Code adds `/v1/messages` to the server's root, Codex `/responses` to the API's `
 Gemini CLI `/v1beta/models/…` to the root (each adapter's `endpoint_paths`). A `/v1` given
 to Claude reached `/v1/v1/messages`, the root given to Codex `/responses`, and neither
 said so. So `endpoint_url` puts the URL in the agent's form for the API kind it is
-pointed at, and the launch says so in one line: a trailing version path (`/v1`, Gemini's
-`/v1beta`) is taken off for an agent that adds it itself, and added for one that does not
-(an Anthropic server's `/v1` after any prefix; for the OpenAI API, whose base URL may end
-in anything, `…/api/paas/v4`, only to the bare root).
+pointed at, and the launch says so in one line (the line refusing it, if it is refused):
+a trailing version path (`/v1`, Gemini's `/v1beta`) is taken off for an agent that adds
+it itself, and added for one that does not (an Anthropic server's `/v1` after any
+prefix; for the OpenAI API, whose base URL may end in anything, `…/api/paas/v4`, only to
+the bare root).
 
 **Anything there.** An agent pointed at a server that is down does not say so: Codex
 reconnects for minutes, Claude retries for two, Pi fails after twenty seconds, and each
@@ -69,8 +70,9 @@ class EndpointUrl(NamedTuple):
     """With the URL the agent gets."""
     base: str
     """Where the API's operations are (`…/v1`, `…/v1beta`): what `QUESTIONS` ask under."""
-    note: str | None
-    """The line saying what changed in the URL as given; None: nothing."""
+    changed: str | None
+    """What was changed in the URL as given, and why ("Claude Code adds /v1/… itself, so it
+    gets http://127.0.0.1:11434"); None: nothing."""
 
 
 def endpoint_url(endpoint: EndpointRequest, agent: str,
@@ -95,8 +97,7 @@ def endpoint_url(endpoint: EndpointRequest, agent: str,
     said = (f"{agent} adds {version}/… itself" if len(wanted) < len(path)
             else f"{agent} needs the API's {version} in it")
     return EndpointUrl(endpoint._replace(url=url), urlunsplit(parts._replace(path=base)),
-                       f"--endpoint {without_userinfo(endpoint.url)}: {said}, so it gets "
-                       f"{without_userinfo(url)}")
+                       f"{said}, so it gets {without_userinfo(url)}")
 
 
 def root(base_url: str) -> str:

@@ -324,10 +324,11 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
 
 
 def _check_endpoint(request: RunRequest, resumed: tuple[state.SessionState, Adapter] | None,
-                    adapter: Adapter) -> None:
+                    adapter: Adapter, changed: tuple[str, str] | None) -> None:
     """Refuse, before anything starts, a launch against a model endpoint where nothing
     answers, or where what answers does not speak the API the agent is pointed at (the
-    agent would hang, or fail with a message about something else); a dry run starts
+    agent would hang, or fail with a message about something else), in one line, which
+    also says what was `changed` in the URL as given (the URL, what); a dry run starts
     nothing and asks nothing here (its window check says when nothing answers)."""
     endpoint = (request.endpoint if resumed is None
                 else _frozen_endpoint(resumed[0], request.endpoint))
@@ -335,11 +336,13 @@ def _check_endpoint(request: RunRequest, resumed: tuple[state.SessionState, Adap
         return
     from amux.launcher import endpoints  # urllib: endpoint launches only
 
+    given = (_given(endpoint, resumed) if changed is None
+             else f"--endpoint {changed[0]} ({changed[1]})")
     problem = endpoints.unreachable(endpoint.url)
     if problem:
         fix = "or point --endpoint at one that runs" if resumed is None else "then resume again"
-        raise InvalidArgument(f"{_given(endpoint, resumed)}: {problem}; start the model server "
-                              f"there (Ollama: `ollama serve`), {fix}")
+        raise InvalidArgument(f"{given}: {problem}; start the model server there (Ollama: "
+                              f"`ollama serve`), {fix}")
     url = _agents_url(endpoint, adapter)
     api = endpoint.api or ENDPOINT_API_OF[adapter.model_api]
     if api not in adapter.endpoint_paths:
@@ -347,7 +350,7 @@ def _check_endpoint(request: RunRequest, resumed: tuple[state.SessionState, Adap
     key = os.environ.get(endpoint.key_env) if endpoint.key_env else None
     answered = endpoints.not_the_api(url, api, key)
     if answered:
-        raise EndpointRefused(f"{_given(endpoint, resumed)}: no model server answers there: "
+        raise EndpointRefused(f"{given}: no model server answers there: "
                               f"{answered}; {adapter.display_name} needs "
                               f"{endpoints.QUESTIONS[api].speaker} at "
                               f"{url_form(adapter.endpoint_paths[api])}")
@@ -414,12 +417,16 @@ def _prepare(home: Path, request: RunRequest, client: Path,
     adapter = resumed[1] if resumed is not None else for_agent(str(request.agent))
     if not request.dry_run:
         _refuse_without_terminal(adapter, tuple(request.args))
+    changed = None
     if request.endpoint is not None:
+        given = without_userinfo(request.endpoint.url)
         agents = _agents_url(request.endpoint, adapter)
-        if agents.note and resumed is None:
-            _warn(agents.note)
         request = request._replace(endpoint=agents.endpoint)
-    _check_endpoint(request, resumed, adapter)
+        if agents.changed and resumed is None:  # a resume's given URL only carries a password
+            changed = (given, agents.changed)
+    _check_endpoint(request, resumed, adapter, changed)
+    if changed:
+        _warn(f"--endpoint {changed[0]}: {changed[1]}")
     if resumed is not None:
         session = resumed[0]
         executable = _executable(session.agent)

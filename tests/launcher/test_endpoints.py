@@ -167,14 +167,13 @@ def test_the_url_is_put_in_the_form_its_agent_takes(name: str, given: str, api: 
     found = endpoints.endpoint_url(request, adapter.display_name, adapter.endpoint_paths)
     assert found.endpoint == request._replace(url=url) and found.base == base
     changed = url.rstrip("/") != given.rstrip("/")
-    assert (found.note is not None) == changed
-    if found.note:
-        assert found.note.startswith(f"--endpoint {given.replace('me:pw@', '')}: "
-                                     f"{adapter.display_name} ")
-        assert found.note.endswith(f", so it gets {url.replace('me:pw@', '')}")
-        assert "pw" not in found.note
+    assert (found.changed is not None) == changed
+    if found.changed:
+        assert found.changed.startswith(f"{adapter.display_name} ")
+        assert found.changed.endswith(f", so it gets {url.replace('me:pw@', '')}")
+        assert "pw" not in found.changed
     again = endpoints.endpoint_url(found.endpoint, adapter.display_name, adapter.endpoint_paths)
-    assert again == found._replace(note=None)  # put right once, it stays
+    assert again == found._replace(changed=None)  # put right once, it stays
 
 
 def test_a_kind_the_agent_cannot_use_is_left_to_its_plan() -> None:

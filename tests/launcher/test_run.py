@@ -689,11 +689,9 @@ def test_a_web_server_that_is_no_model_server_is_refused_before_the_agent_starts
         f"{root}/v1/messages answered HTTP 501 {web}; Claude Code needs an Anthropic Messages "
         "API at http://HOST:PORT (the server's root)"]
     assert said["codex"] == [  # the root given: the API's /v1 is what Codex takes
-        f"amux run: warning: --endpoint {root}: Codex needs the API's /v1 in it, so it gets "
-        f"{root}/v1",
-        f"amux run: invalid_argument: --endpoint {root}/v1: no model server answers there: GET "
-        f"{root}/v1/models answered HTTP 404 {web}; Codex needs an OpenAI-compatible API at "
-        "http://HOST:PORT/v1"]
+        f"amux run: invalid_argument: --endpoint {root} (Codex needs the API's /v1 in it, so it "
+        f"gets {root}/v1): no model server answers there: GET {root}/v1/models answered HTTP "
+        f"404 {web}; Codex needs an OpenAI-compatible API at http://HOST:PORT/v1"]
     assert said["gemini"] == [
         f"amux run: invalid_argument: --endpoint {root}: no model server answers there: GET "
         f"{root}/v1beta/models answered HTTP 404 {web}; Gemini CLI needs the Gemini API at "
