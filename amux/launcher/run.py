@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import sys
 import time
 from collections.abc import Mapping
@@ -659,9 +660,9 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter,
     if meaning:  # the agent's own code says why: no guess about its model
         return f"{line}\namux run: {agent} exited {status}: {meaning}"
     quick = seconds < QUICK_EXIT_SECONDS
-    failed = (f"amux run: {agent} exited 0 without starting a session" if status == 0
+    failed = (f"amux run: {agent} exited 0 without running a prompt" if status == 0
               else f"amux run: {agent} failed within {QUICK_EXIT_SECONDS:.0f} s" if quick
-              else f"amux run: {agent} failed before it kept a session")
+              else f"amux run: {agent} failed")
     if cause:
         return f"{line}\n{failed}: {cause}"
     if status == 0 or not quick:
@@ -693,18 +694,22 @@ def hub_line(session_id: str, before: int, after: int | None, started_at: float)
 
 def _exit_cause(launch: Launch, env: Mapping[str, str], status: int, seconds: float,
                 idle: bool) -> str | None:
-    """The cause amux can tell of an agent that failed within seconds, or before it kept a
-    session of its own (`idle`): the endpoint of the session no longer answers; an
-    interactive start with no terminal (`starts_ui`; stdin not one); or what the adapter
-    reads from the launch (through a probe as the agent's user: an isolated run's files are
-    never read by root). Of an exit 0, only the start without a terminal of an agent that
-    then ends having done nothing (`without_terminal` `ends`: Pi)."""
+    """The cause amux can tell of an agent that failed: an interactive start with no
+    terminal (`starts_ui`, stdin not one), whenever the agent had no prompt (it kept no
+    session, `idle`, or stdin held none); else, within seconds, the endpoint of the session
+    no longer answers, that start, or what the adapter reads from the launch (through a
+    probe as the agent's user: an isolated run's files are never read by root). Of an exit
+    0, only a start with no prompt of an agent that then ends having done nothing
+    (`without_terminal` `ends`: Pi)."""
     adapter, argv = launch.adapter, launch.plan.argv[1:]
     no_ui = not os.isatty(0) and adapter.starts_ui(argv)
+    unprompted = no_ui and (idle or _nothing_on_stdin())
     if status == 0:
-        return no_terminal(adapter) if idle and no_ui and adapter.without_terminal == "ends" \
+        return no_terminal(adapter) if unprompted and adapter.without_terminal == "ends" \
             else None
-    if seconds >= QUICK_EXIT_SECONDS and not idle:
+    if unprompted:
+        return no_terminal(adapter)
+    if seconds >= QUICK_EXIT_SECONDS:
         return None
     endpoint = launch.session.endpoint
     if endpoint is not None:
@@ -721,6 +726,17 @@ def _exit_cause(launch: Launch, env: Mapping[str, str], status: int, seconds: fl
         return adapter.quick_exit_cause(argv, probe)
     except OSError:  # the helper acting as the agent's user failed or was stopped: unknown
         return None
+
+
+def _nothing_on_stdin() -> bool:
+    """Whether stdin holds nothing an agent could read a prompt from: closed, /dev/null (a
+    character device that is no terminal) or an empty file. A pipe may hold one."""
+    try:
+        info = os.fstat(0)
+    except OSError:
+        return True
+    return ((stat.S_ISCHR(info.st_mode) and not os.isatty(0))
+            or (stat.S_ISREG(info.st_mode) and info.st_size == 0))
 
 
 def _kept(home: Path, session: state.SessionState, adapter: Adapter, files: UserFiles,

@@ -805,18 +805,20 @@ def test_a_session_the_agent_never_kept_is_not_offered_for_resume(
 
 
 @pytest.mark.parametrize("agent", ["gemini", "qwen"])
-def test_a_failure_before_the_agent_kept_a_session_names_the_missing_terminal(
+def test_a_start_that_had_no_prompt_is_told_however_long_it_took(
         hub: HubProcess, launcher: Launcher, agent: str) -> None:
     """Qwen and Gemini read a prompt from stdin, and fail when none comes; under load they
-    took longer than the quick-exit window, and amux named nothing. A new session the agent
-    kept nothing of is told the same cause, however long the agent took."""
+    took longer than the quick-exit window, and amux named nothing. An interactive start
+    with stdin /dev/null had no prompt, however long the agent took."""
     enable(hub)
     fake(launcher, agent)
     done = launcher.run(agent, env={"FAKE_AGENT_EXIT": "1", "FAKE_AGENT_SECONDS": "5.5"})
     assert done.returncode == 1
-    assert done.stderr.splitlines()[-1].startswith(
-        f"amux run: {agent} failed before it kept a session: ")
+    assert done.stderr.splitlines()[-1].startswith(f"amux run: {agent} failed: ")
     assert "stdin is not a terminal here" in done.stderr.splitlines()[-1]
+    prompted = launcher.run(agent, "--", "-p", "hi",
+                            env={"FAKE_AGENT_EXIT": "1", "FAKE_AGENT_SECONDS": "5.5"})
+    assert "ended (exit 1 after" in prompted.stderr.splitlines()[-1]  # no cause: it had one
 
 
 def test_pi_ending_at_once_with_no_prompt_is_said(hub: HubProcess, launcher: Launcher) -> None:
@@ -825,13 +827,11 @@ def test_pi_ending_at_once_with_no_prompt_is_said(hub: HubProcess, launcher: Lau
     done = launcher.run("pi", env={"FAKE_AGENT_IDLE": "1"})
     assert done.returncode == 0
     assert done.stderr.splitlines()[-1] == (
-        "amux run: pi exited 0 without starting a session: Pi starts its interactive UI, and "
+        "amux run: pi exited 0 without running a prompt: Pi starts its interactive UI, and "
         'stdin is not a terminal here; run it in a terminal, or give it a prompt: `amux run '
         'pi -- -p "…"`')
     ran = launcher.run("pi", "--", "-p", "hi", env={"FAKE_AGENT_IDLE": "1"})
-    assert "without starting a session" not in ran.stderr  # a prompt: not that cause
-    kept = launcher.run("pi")  # it kept a session: it ran (a prompt piped on stdin)
-    assert "without starting a session" not in kept.stderr
+    assert "without running a prompt" not in ran.stderr  # a prompt: not that cause
 
 
 def test_opencode_with_no_terminal_is_refused_before_it_draws_into_the_pipe(
