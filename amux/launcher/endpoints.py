@@ -68,6 +68,9 @@ class EndpointUrl(NamedTuple):
 
     endpoint: EndpointRequest
     """With the URL the agent gets."""
+    api: EndpointApi | None
+    """The API kind it speaks (the agent's default unless given); None: one the agent
+    cannot use."""
     base: str
     """Where the API's operations are (`…/v1`, `…/v1beta`): what `QUESTIONS` ask under."""
     changed: str | None
@@ -84,7 +87,7 @@ def endpoint_url(endpoint: EndpointRequest, agent: str,
     parts = urlsplit(endpoint.url)
     path = parts.path.rstrip("/")
     if api is None or api not in paths:
-        return EndpointUrl(endpoint, endpoint.url, None)
+        return EndpointUrl(endpoint, None, endpoint.url, None)
     version = VERSIONS[api][0]
     if api == "openai":  # a base URL of its own, whatever it ends in; the root has none
         base = path or version
@@ -92,11 +95,11 @@ def endpoint_url(endpoint: EndpointRequest, agent: str,
         base = next((path[:-len(v)] for v in VERSIONS[api] if path.endswith(v)), path) + version
     wanted = base if paths[api] else base[:-len(version)]
     if wanted == path:
-        return EndpointUrl(endpoint, urlunsplit(parts._replace(path=base)), None)
+        return EndpointUrl(endpoint, api, urlunsplit(parts._replace(path=base)), None)
     url = urlunsplit(parts._replace(path=wanted))
     said = (f"{agent} adds {version}/… itself" if len(wanted) < len(path)
             else f"{agent} needs the API's {version} in it")
-    return EndpointUrl(endpoint._replace(url=url), urlunsplit(parts._replace(path=base)),
+    return EndpointUrl(endpoint._replace(url=url), api, urlunsplit(parts._replace(path=base)),
                        f"{said}, so it gets {without_userinfo(url)}")
 
 
@@ -268,15 +271,18 @@ NOT_THERE = frozenset({404, 405, 501})
 """Statuses that say the API is not at that path, whatever the body."""
 
 
-def not_the_api(url: EndpointUrl, api: EndpointApi, key: str | None,
+def not_the_api(url: EndpointUrl, key: str | None,
                 ask_seconds: float = CHECK_SECONDS) -> str | None:
-    """What answered `api`'s question at `url` instead of that API ("POST …/v1/messages
+    """What answered the question of `url`'s API instead of that API ("POST …/v1/messages
     answered HTTP 501 (text/html, …), not JSON"), None when the API answered or nothing did
-    (`unreachable` says so). The Anthropic question is an empty Messages request: a
-    Messages server refuses it with a JSON error before any model runs."""
-    question = QUESTIONS[api]
+    (`unreachable` says so), or for an API the agent cannot use (its plan refuses that).
+    The Anthropic question is an empty Messages request: a Messages server refuses it with
+    a JSON error before any model runs."""
+    if url.api is None:
+        return None
+    question = QUESTIONS[url.api]
     asked = url.base.rstrip("/") + question.path
-    answer = Asker(url.base, api, key, ask_seconds).ask(
+    answer = Asker(url.base, url.api, key, ask_seconds).ask(
         asked, {} if question.method == "POST" else None, keyed=True)
     if answer is None or (answer.json is not None and answer.status not in NOT_THERE):
         return None

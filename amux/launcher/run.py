@@ -345,16 +345,13 @@ def _check_endpoint(request: RunRequest, resumed: tuple[state.SessionState, Adap
         raise InvalidArgument(f"{given}: {problem}; start the model server there (Ollama: "
                               f"`ollama serve`), {fix}")
     url = _agents_url(endpoint, adapter)
-    api = endpoint.api or ENDPOINT_API_OF[adapter.model_api]
-    if api not in adapter.endpoint_paths:
-        return  # the plan refuses it, naming what the agent needs
     key = os.environ.get(endpoint.key_env) if endpoint.key_env else None
-    answered = endpoints.not_the_api(url, api, key)
-    if answered:
-        raise EndpointRefused(f"{given}: no model server answers there: "
-                              f"{answered}; {adapter.display_name} needs "
-                              f"{endpoints.QUESTIONS[api].speaker} at "
-                              f"{url_form(adapter.endpoint_paths[api])}")
+    answered = endpoints.not_the_api(url, key)
+    if answered and url.api is not None:
+        raise EndpointRefused(f"{given}: no model server answers there: {answered}; "
+                              f"{adapter.display_name} needs "
+                              f"{endpoints.QUESTIONS[url.api].speaker} at "
+                              f"{url_form(adapter.endpoint_paths[url.api])}")
 
 
 def _refuse_without_terminal(adapter: Adapter, args: tuple[str, ...]) -> None:
@@ -414,8 +411,11 @@ def _prepare(home: Path, request: RunRequest, client: Path,
              resumed: tuple[state.SessionState, Adapter] | None, target: Target | None,
              files: UserFiles) -> Launch:
     warnings: list[str] = []
-    assert resumed is not None or request.agent is not None
-    adapter = resumed[1] if resumed is not None else for_agent(str(request.agent))
+    if resumed is not None:
+        adapter = resumed[1]
+    else:
+        assert request.agent is not None
+        adapter = for_agent(request.agent)
     if not request.dry_run:
         _refuse_without_terminal(adapter, tuple(request.args))
     changed = None

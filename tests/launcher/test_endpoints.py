@@ -182,8 +182,9 @@ def test_a_kind_the_agent_cannot_use_is_left_to_its_plan() -> None:
 
     claude = ADAPTERS["claude"]
     request = EndpointRequest("http://h:1/v1", "m", "openai")
-    assert endpoints.endpoint_url(request, "Claude Code", claude.endpoint_paths) == (
-        endpoints.EndpointUrl(request, request.url, None))
+    found = endpoints.endpoint_url(request, "Claude Code", claude.endpoint_paths)
+    assert found == endpoints.EndpointUrl(request, None, request.url, None)
+    assert endpoints.not_the_api(found, None) is None  # nothing asked: the plan refuses
 
 
 def answering(listener: socket.socket, status: str, content_type: str,
@@ -213,9 +214,9 @@ def test_what_answers_must_be_the_agents_api(
         monkeypatch.delenv(name, raising=False)
     listener, port = server
     base = f"http://127.0.0.1:{port}" + ("/v1beta" if api == "gemini" else "/v1")
-    url = endpoints.EndpointUrl(EndpointRequest(base, "m"), base, None)
+    url = endpoints.EndpointUrl(EndpointRequest(base, "m"), api, base, None)  # type: ignore[arg-type]
     thread, seen = answering(listener, status, content_type, body)
-    said = endpoints.not_the_api(url, api, "sk-key")  # type: ignore[arg-type]
+    said = endpoints.not_the_api(url, "sk-key")
     thread.join(timeout=5)
     [head] = seen
     asked = {"openai": "GET /v1/models", "anthropic": "POST /v1/messages",
@@ -240,9 +241,9 @@ def test_no_http_answer_is_named_and_silence_left_to_unreachable(
         monkeypatch.delenv(name, raising=False)
     listener, port = server
     base = f"http://127.0.0.1:{port}/v1"
-    url = endpoints.EndpointUrl(EndpointRequest(base, "m"), base, None)
+    url = endpoints.EndpointUrl(EndpointRequest(base, "m"), "openai", base, None)
     thread, _ = record_once(listener, b"SSH-2.0-OpenSSH_9.6\r\n")
-    said = endpoints.not_the_api(url, "openai", None)
+    said = endpoints.not_the_api(url, None)
     thread.join(timeout=5)
     assert said is not None and said.startswith(f"GET {base}/models answered no HTTP (")
-    assert endpoints.not_the_api(url, "openai", None, ask_seconds=0.3) is None  # no answer
+    assert endpoints.not_the_api(url, None, ask_seconds=0.3) is None  # no answer
