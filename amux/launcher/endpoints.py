@@ -238,8 +238,12 @@ class Asker:
             with self.opener.open(request, timeout=timeout) as response:
                 status, raw, said = response.status, response.read(), response.headers
         except urllib.error.HTTPError as error:
-            status, raw, said = error.code, error.read(), error.headers
-            error.close()
+            status, said = error.code, error.headers
+            with error:
+                try:
+                    raw = error.read()
+                except (OSError, http.client.HTTPException):  # its body cut short: none
+                    raw = b""
         except http.client.HTTPException as error:  # an answer, but no HTTP
             self.answered = True
             return Answer(0, None, not_http=repr(error))

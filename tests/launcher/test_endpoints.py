@@ -3,6 +3,7 @@ a socket for plain HTTP without a proxy, through urllib (and its proxies) otherw
 
 from __future__ import annotations
 
+import re
 import secrets
 import socket
 import threading
@@ -95,6 +96,13 @@ def record_once(listener: socket.socket, reply: bytes) -> tuple[threading.Thread
                     break
                 head += chunk
             seen.append(head)
+            length = re.search(rb"(?i)\r\ncontent-length: *(\d+)", head)
+            body = len(head.partition(b"\r\n\r\n")[2])
+            while length and body < int(length.group(1)):  # read whole: closing with
+                chunk = connection.recv(4096)  # a body unread would reset the connection
+                if not chunk:
+                    break
+                body += len(chunk)
             connection.sendall(reply)
 
     thread = threading.Thread(target=answer, daemon=True)
@@ -247,3 +255,19 @@ def test_no_http_answer_is_named_and_silence_left_to_unreachable(
     thread.join(timeout=5)
     assert said is not None and said.startswith(f"GET {base}/models answered no HTTP (")
     assert endpoints.not_the_api(url, None, ask_seconds=0.3) is None  # no answer
+
+
+def test_an_error_whose_body_is_cut_short_is_an_answer_not_a_crash(
+        server: tuple[socket.socket, int], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading an error's body raised out of the asker (a reset, a body shorter than said)."""
+    from amux.adapters.base import EndpointRequest
+
+    for name in (*endpoints.PROXY_VARIABLES, "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    listener, port = server
+    base = f"http://127.0.0.1:{port}/v1"
+    url = endpoints.EndpointUrl(EndpointRequest(base, "m"), "openai", base, None)
+    thread, _ = record_once(listener, b"HTTP/1.0 404 Not Found\r\nContent-Length: 100\r\n\r\nab")
+    said = endpoints.not_the_api(url, None)
+    thread.join(timeout=5)
+    assert said == f"GET {base}/models answered HTTP 404, not JSON"
