@@ -11,7 +11,7 @@ from tests.wait import wait_until
 KEEPS_SESSION = '''
 import os, sys
 def kept(path):  # the agent's own session, as the real one keeps it (not when failing at once)
-    if os.environ.get("FAKE_AGENT_EXIT", "0") == "0":
+    if os.environ.get("FAKE_AGENT_EXIT", "0") == "0" and not os.environ.get("FAKE_AGENT_IDLE"):
         os.makedirs(os.path.dirname(path), exist_ok=True)
         open(path, "a").close()
 name, args = os.path.basename(sys.argv[0]), sys.argv[1:]
@@ -27,7 +27,8 @@ if name in ("pi", "gemini") and "--session" in args:
 '''
 """Source for a scripted agent (its imports done): it keeps its own session where the real
 agent would (Claude's projects, Gemini's chats, Pi's session file), unless it fails at once
-(`FAKE_AGENT_EXIT`), as the launcher checks before offering a resume."""
+(`FAKE_AGENT_EXIT`) or ends having done nothing (`FAKE_AGENT_IDLE`: Pi with no prompt), as
+the launcher checks before offering a resume."""
 
 
 def wait_for_pid(log: Path, timeout: float = 30) -> int:

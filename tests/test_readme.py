@@ -38,6 +38,27 @@ def test_readme_names_both_commands_and_ci_runs_the_test_line() -> None:
     assert "test-command" in (ROOT / ".ci" / "run").read_text()
 
 
+def test_the_agent_table_is_each_adapters_own() -> None:
+    """Each agent's row says its adapter's one-prompt form and URL form of each API kind."""
+    from amux.adapters import ADAPTERS
+    from amux.adapters.base import prompt_example
+
+    readme = (ROOT / "README.md").read_text()
+    rows = {cells[0]: cells[1:] for cells in (
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in readme.splitlines() if line.startswith("| ") and "`amux run " in line)}
+    assert sorted(rows) == sorted(adapter.display_name for adapter in ADAPTERS.values())
+    for adapter in ADAPTERS.values():
+        example, default, others = rows[adapter.display_name]
+        assert example == prompt_example(adapter)
+        kinds = list(adapter.endpoint_paths.items())
+        assert default.startswith(f"`http://HOST:PORT{kinds[0][1]}`")
+        assert ("the server's root" in default) == (kinds[0][1] == "")
+        said = {kind: (f"`{path}`" if path else "the root") for kind, path in kinds[1:]}
+        assert others == "none" if not said else all(
+            f"`{kind}`" in others and form in others for kind, form in said.items())
+
+
 def test_main_job_launches_a_memory_enabled_agent(tmp_path: Path) -> None:
     """The main command's last two steps, here with `--dry-run` (the real launch of each
     agent is tests/e2e): memory on starts the Hub on demand, and the plan wires memory."""

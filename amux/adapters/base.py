@@ -35,8 +35,10 @@ if TYPE_CHECKING:
     chat completions, the Gemini API."""
     EndpointApi: TypeAlias = Literal["openai", "anthropic", "gemini"]
     RequirementKind: TypeAlias = Literal["flag", "env", "setting"]
+    NoTerminal: TypeAlias = Literal["fails", "ends", "hangs"]
+    """What an agent's interactive start does when stdin is not a terminal (`Adapter`)."""
 else:  # names only annotations (and the adapters' imports of them) use
-    Channel = ModelApi = EndpointApi = RequirementKind = str
+    Channel = ModelApi = EndpointApi = RequirementKind = NoTerminal = str
 
 ENDPOINT_APIS: tuple[EndpointApi, ...] = ("openai", "anthropic", "gemini")
 """Every API kind `amux run --endpoint-api` takes (`EndpointApi`'s values)."""
@@ -452,6 +454,32 @@ class Adapter(Protocol):
         ...
 
     @property
+    def endpoint_paths(self) -> Mapping[EndpointApi, str]:
+        """Each API kind `amux run --endpoint` can point the agent at, its default first
+        (`ENDPOINT_API_OF[model_api]`), with the version path its base URL ends in: `/v1`
+        when the agent adds only the operation to it (`/chat/completions`, `/responses`,
+        OpenCode's `/messages`), "" when it adds the version too (Claude's `/v1/messages`,
+        Gemini's `/v1beta/models/…`: the server's root). The launcher puts a URL given in
+        the other form right (`amux.launcher.endpoints.endpoint_url`); empty: none."""
+        ...
+
+    @property
+    def prompt_args(self) -> tuple[str, ...]:
+        """The arguments after `--` that run one prompt and exit, without the interactive UI
+        (`-p PROMPT`, Codex's `exec PROMPT`, OpenCode's `run PROMPT`), `PROMPT` standing for
+        the prompt: the example amux gives a start without a terminal; () for none."""
+        ...
+
+    @property
+    def without_terminal(self) -> NoTerminal:
+        """What the agent's interactive start (`starts_ui`) does when stdin is not a
+        terminal and it has no prompt: `fails` at once (Codex; Claude, Copilot, Gemini and
+        Qwen read a prompt from stdin and fail when none comes), `ends` with status 0
+        having done nothing (Pi), or `hangs`, drawing its UI into the pipe (OpenCode),
+        which the launcher refuses before it starts anything."""
+        ...
+
+    @property
     def first_request(self) -> FirstRequest | None:
         """The size of the agent's first model request, measured (None: not known)."""
         ...
@@ -488,13 +516,18 @@ class Adapter(Protocol):
         """The version in the answer to `version_args`, None if there is none."""
         ...
 
-    def quick_exit_cause(self, argv: tuple[str, ...], probe: Probe,
-                         terminal: bool) -> str | None:
+    def starts_ui(self, args: tuple[str, ...]) -> bool:
+        """Whether the agent given these arguments (the user's, or the plan's after the
+        executable) starts its interactive UI, which needs a terminal: no prompt option, no
+        subcommand, no `--help` or `--version`."""
+        ...
+
+    def quick_exit_cause(self, argv: tuple[str, ...], probe: Probe) -> str | None:
         """Why a launch with this argv (the plan's, after the executable) failed within
-        seconds, when the launch itself tells (an interactive start with no terminal,
-        Codex outside a trusted folder), with the fix; None when it cannot tell, and then
-        amux names no cause. `probe`: the agent's user's surroundings (its environment,
-        cwd and files, read as that user); `terminal`: whether stdin was one."""
+        seconds, when the launch itself tells (Codex outside a trusted folder), with the
+        fix; None when it cannot tell, and then amux names no cause (a start without a
+        terminal the launcher tells from `starts_ui`). `probe`: the agent's user's
+        surroundings (its environment, cwd and files, read as that user)."""
         ...
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
@@ -573,19 +606,27 @@ NO_EXIT_MEANINGS: Mapping[int, str] = MappingProxyType({})
 """`exit_meanings` of an agent whose exit statuses say nothing amux can name."""
 
 
-def no_quick_exit_cause(adapter: object, argv: tuple[str, ...], probe: Probe,
-                        terminal: bool) -> str | None:
+def no_quick_exit_cause(adapter: object, argv: tuple[str, ...], probe: Probe) -> str | None:
     """`quick_exit_cause` of an adapter that cannot tell one."""
     return None
 
 
-def no_terminal(agent: str, interactive: bool, terminal: bool, example: str) -> str | None:
-    """The cause when an agent's interactive UI was started with no terminal to show on
-    (the README's launch from a script): `example` gives it a prompt instead."""
-    if not interactive or terminal:
-        return None
-    return (f"{agent} starts its interactive UI, and stdin is not a terminal here; run it in "
-            f"a terminal, or give it a prompt: {example}")
+def prompt_example(adapter: Adapter) -> str:
+    """How the agent runs one prompt through amux: `amux run codex -- exec "…"`."""
+    args = " ".join('"…"' if arg == PROMPT else arg for arg in adapter.prompt_args)
+    return f"`amux run {adapter.name} -- {args}`"
+
+
+def no_terminal(adapter: Adapter) -> str:
+    """The cause when the agent's interactive UI was started with no terminal to show on
+    (a launch from a script): its prompt form instead."""
+    return (f"{adapter.display_name} starts its interactive UI, and stdin is not a terminal "
+            f"here; run it in a terminal, or give it a prompt: {prompt_example(adapter)}")
+
+
+def has_flag(args: Sequence[str], flags: frozenset[str]) -> bool:
+    """Whether one of `flags` is in `args`, as `--flag` or `--flag=VALUE`."""
+    return any(arg.partition("=")[0] in flags for arg in args)
 
 
 def first_line_version(adapter: object, status: int, stdout: str, stderr: str) -> str | None:
@@ -595,15 +636,22 @@ def first_line_version(adapter: object, status: int, stdout: str, stderr: str) -
     return lines[0] if status == 0 and lines else None
 
 
-def endpoint_api(endpoint: EndpointRequest, agent: str, speaks: tuple[EndpointApi, ...],
+def endpoint_api(endpoint: EndpointRequest, agent: str, speaks: Mapping[EndpointApi, str],
                  how: str) -> EndpointApi:
-    """The API kind of `endpoint` for an agent that speaks `speaks` (its default first);
-    `EndpointRefused` naming what the agent needs (`how`) for any other kind."""
-    api = endpoint.api or speaks[0]
+    """The API kind of `endpoint` for an agent that speaks `speaks` (its `endpoint_paths`,
+    its default first); `EndpointRefused` naming what the agent needs (`how`) for any other
+    kind."""
+    api = next(iter(speaks)) if endpoint.api is None else endpoint.api
     if api not in speaks:
         raise EndpointRefused(f"--endpoint-api {api}: {agent} cannot use such an endpoint; "
                               f"it needs {how}")
     return api
+
+
+def url_form(path: str) -> str:
+    """The form of the URL an agent takes whose `endpoint_paths` value is `path`, for
+    people: `http://HOST:PORT/v1`, `http://HOST:PORT (the server's root)`."""
+    return "http://HOST:PORT" + (path or " (the server's root)")
 
 
 def with_endpoint(plan: LaunchPlan, wiring: EndpointWiring | None) -> LaunchPlan:

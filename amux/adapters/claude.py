@@ -37,12 +37,14 @@ from amux.adapters.base import (
     PROMPT,
     AgentRequest,
     Channel,
+    EndpointApi,
     EndpointRequest,
     EndpointWiring,
     FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
+    NoTerminal,
     Probe,
     RequestSize,
     Requirement,
@@ -50,10 +52,11 @@ from amux.adapters.base import (
     chosen_uuid,
     endpoint_api,
     first_line_version,
+    has_flag,
     ignored_on_resume,
     merge_instructions,
+    no_quick_exit_cause,
     no_session_files,
-    no_terminal,
     no_unpacked_code,
     no_user_settings,
     refuse,
@@ -71,12 +74,20 @@ MODEL_VARIABLES = ("ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
                    "ANTHROPIC_DEFAULT_OPUS_MODEL", "CLAUDE_CODE_SUBAGENT_MODEL")
 """Every model Claude Code picks (the main one, titles, sub-agents, aliases): with an
 endpoint, all are its model, since it may serve no other."""
+ENDPOINT_PATHS: Mapping[EndpointApi, str] = {"anthropic": ""}
+"""ANTHROPIC_BASE_URL is the server's root: Claude adds `/v1/messages` (a `/v1` given too
+reached `/v1/v1/messages`)."""
+_NO_UI = frozenset({"-p", "--print", "-h", "--help", "-v", "--version"})
 
 
 class ClaudeAdapter:
     name = "claude"
     display_name = "Claude Code"
     model_api: ModelApi = "anthropic"
+    endpoint_paths = ENDPOINT_PATHS
+    prompt_args = ("-p", PROMPT)
+    without_terminal: NoTerminal = "fails"
+    """It reads a prompt from stdin, and fails when none comes ("Input must be provided")."""
     first_request: FirstRequest | None = FirstRequest(
         "2.1.332", memory=RequestSize(52259, 13065), plain=RequestSize(49265, 12317))
     key_variables = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
@@ -112,10 +123,11 @@ class ClaudeAdapter:
     quick_exit_hint = ("log in (`claude`, then /login), or set ANTHROPIC_API_KEY, or point it "
                        "at a model server: `amux run --endpoint URL --model NAME claude`")
 
-    def quick_exit_cause(self, argv: tuple[str, ...], probe: Probe,
-                         terminal: bool) -> str | None:
-        return no_terminal("Claude Code", not {"-p", "--print"} & set(argv), terminal,
-                           '`amux run claude -- -p "…"`')
+    quick_exit_cause = no_quick_exit_cause
+
+    def starts_ui(self, args: tuple[str, ...]) -> bool:
+        """Without `-p`, `--help` or `--version` (a subcommand is not told apart)."""
+        return not has_flag(args, _NO_UI)
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # Claude reads its CLAUDE.md files itself; `plan` merges the flags
@@ -186,7 +198,7 @@ class ClaudeAdapter:
         another endpoint (a token outranks a key and a login)."""
         if endpoint is None:
             return None
-        endpoint_api(endpoint, "Claude Code", ("anthropic",),
+        endpoint_api(endpoint, "Claude Code", ENDPOINT_PATHS,
                      "an Anthropic Messages endpoint (`--endpoint-api anthropic`, the "
                      "default for claude: LiteLLM, vLLM and Ollama serve one); use codex or "
                      "pi for an OpenAI-compatible one")

@@ -40,6 +40,7 @@ from amux.adapters.base import (
     PROMPT,
     AgentRequest,
     Channel,
+    EndpointApi,
     EndpointRequest,
     EndpointWiring,
     FinishedRun,
@@ -47,6 +48,7 @@ from amux.adapters.base import (
     Headless,
     LaunchPlan,
     ModelApi,
+    NoTerminal,
     Probe,
     RequestSize,
     Requirement,
@@ -57,10 +59,10 @@ from amux.adapters.base import (
     endpoint_api,
     first_line_version,
     first_operand,
+    has_flag,
     ignored_on_resume,
     merge_instructions,
     no_kept_session,
-    no_terminal,
     no_unpacked_code,
     no_user_settings,
     take_option,
@@ -87,6 +89,16 @@ Codex only (`env_http_headers`); a name with TOKEN in it, which Codex's default
 `shell_environment_policy` keeps from the commands it runs."""
 EPHEMERAL = ("started with Codex's exec --ephemeral, which keeps no thread: Codex kept "
              "nothing to resume")
+ENDPOINT_PATHS: Mapping[EndpointApi, str] = {"openai": "/v1"}
+"""Its provider's `base_url` is the API's `/v1`: Codex adds `/responses`."""
+_NOT_UI = frozenset({"exec", "e", "review", "login", "logout", "mcp", "mcp-server", "plugin",
+                     "app-server", "remote-control", "completion", "update", "doctor",
+                     "sandbox", "debug", "apply", "a", "queue", "archive", "delete",
+                     "migrate-rollouts", "migrate-nfs-db", "unarchive", "exec-server",
+                     "features", "help"})
+"""Codex 0.171.0's subcommands that start no UI (`codex --help`); anything else in their
+place is the interactive UI's prompt, or a UI of its own (`resume`, `fork`, `cloud`)."""
+_INFO = frozenset({"-h", "--help", "-V", "--version"})
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
@@ -119,6 +131,10 @@ class CodexAdapter:
     name = "codex"
     display_name = "Codex"
     model_api: ModelApi = "responses"
+    endpoint_paths = ENDPOINT_PATHS
+    prompt_args = ("exec", PROMPT)
+    without_terminal: NoTerminal = "fails"
+    """Its UI exits 1 at once: "stdin is not a terminal"."""
     first_request: FirstRequest | None = FirstRequest(
         "0.171.0", memory=RequestSize(46975, 11744), plain=RequestSize(39823, 9956))
     key_variables = ("OPENAI_API_KEY",)
@@ -153,15 +169,14 @@ class CodexAdapter:
     quick_exit_hint = ("log in (`codex login`), or set OPENAI_API_KEY, or point it at a "
                        "model server: `amux run --endpoint URL --model NAME codex`")
 
-    def quick_exit_cause(self, argv: tuple[str, ...], probe: Probe,
-                         terminal: bool) -> str | None:
-        """No terminal for its TUI; or `exec` outside a git repository in a folder not
-        trusted in its config, which Codex refuses without --skip-git-repo-check."""
-        command = _subcommand(argv)
-        if command in (None, "resume"):  # its TUI
-            return no_terminal("Codex", True, terminal, '`amux run codex -- exec "…"`')
+    def starts_ui(self, args: tuple[str, ...]) -> bool:
+        return _subcommand(args) not in _NOT_UI and not has_flag(args, _INFO)
+
+    def quick_exit_cause(self, argv: tuple[str, ...], probe: Probe) -> str | None:
+        """`exec` outside a git repository in a folder not trusted in its config, which
+        Codex refuses without --skip-git-repo-check."""
         cwd = working_dir(argv, probe.cwd)
-        if (command not in ("exec", "e") or "--skip-git-repo-check" in argv
+        if (_subcommand(argv) not in ("exec", "e") or "--skip-git-repo-check" in argv
                 or not exec_refused(probe, cwd)):
             return None
         return (f"Codex runs `exec` only in a git repository or a folder trusted in its config, "
@@ -252,7 +267,7 @@ class CodexAdapter:
         variable of its environment (`env_http_headers`); a key outranks it, as it did."""
         if endpoint is None:
             return None
-        endpoint_api(endpoint, "Codex", ("openai",), "an OpenAI-compatible endpoint that "
+        endpoint_api(endpoint, "Codex", ENDPOINT_PATHS, "an OpenAI-compatible endpoint that "
                      "serves the Responses API (`/v1/responses`: Ollama, vLLM, llama.cpp's "
                      "server do); use claude or pi for an Anthropic one")
         provider = f"model_providers.{ENDPOINT_PROVIDER}"

@@ -70,12 +70,14 @@ from amux.adapters.base import (
     PROMPT,
     AgentRequest,
     Channel,
+    EndpointApi,
     EndpointRequest,
     EndpointWiring,
     FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
+    NoTerminal,
     PlanFile,
     PlanRefused,
     Probe,
@@ -85,8 +87,9 @@ from amux.adapters.base import (
     chosen_uuid,
     endpoint_api,
     first_operand,
+    has_flag,
+    no_quick_exit_cause,
     no_session_files,
-    no_terminal,
     refuse,
     with_endpoint,
 )
@@ -130,6 +133,11 @@ _VALUE_OPTIONS = frozenset({"-i", "--interactive", "-p", "--prompt", "--model",
                             "--max-ai-credits", "--usage-output-file"})
 """Copilot 1.0.102's options that take one value (`copilot --help`)."""
 _VERSION = re.compile(r"\d+\.\d+\.\d+(?:-[\w.]*\w)?")
+ENDPOINT_PATHS: Mapping[EndpointApi, str] = {"openai": "/v1", "anthropic": ""}
+"""COPILOT_PROVIDER_BASE_URL: the OpenAI API's `/v1` (Copilot adds `/chat/completions`), or
+the Anthropic server's root (it adds `/v1/messages`)."""
+_NO_UI = frozenset({"-p", "--prompt", "-i", "--interactive", "--acp", "-h", "--help", "-v",
+                    "--version"})
 
 
 def copilot_home(env: Mapping[str, str]) -> str:
@@ -148,7 +156,7 @@ def instruction_dirs(theirs: str | None, ours: str) -> str:
 def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
     if endpoint is None:
         return None
-    api = endpoint_api(endpoint, "Copilot CLI", ("openai", "anthropic"),
+    api = endpoint_api(endpoint, "Copilot CLI", ENDPOINT_PATHS,
                        "an OpenAI-compatible (Chat Completions) or Anthropic endpoint")
     env = {"COPILOT_PROVIDER_BASE_URL": endpoint.url, "COPILOT_PROVIDER_TYPE": api,
            "COPILOT_MODEL": endpoint.model}
@@ -176,6 +184,11 @@ class CopilotAdapter:
     name = "copilot"
     display_name = "Copilot CLI"
     model_api: ModelApi = "chat"
+    endpoint_paths = ENDPOINT_PATHS
+    prompt_args = ("-p", PROMPT)
+    without_terminal: NoTerminal = "fails"
+    """It reads a prompt from stdin, and exits 1 at once when none comes ("No prompt
+    provided"); `-i PROMPT` without a terminal runs like `-p`."""
     first_request: FirstRequest | None = FirstRequest(
         "1.0.102", memory=RequestSize(54488, 13622), plain=RequestSize(49268, 12317))
     key_variables = ("COPILOT_PROVIDER_API_KEY",)
@@ -222,17 +235,11 @@ class CopilotAdapter:
         found = _VERSION.search(lines[0]) if status == 0 and lines else None
         return found.group(0) if found else None
 
-    def quick_exit_cause(self, argv: tuple[str, ...], probe: Probe,
-                         terminal: bool) -> str | None:
-        """No prompt (`-p`, `-i`) and no subcommand: Copilot reads its prompt from stdin
-        when it is no terminal, and ends at once with "No prompt provided" (a prompt piped
-        on stdin would have run; amux cannot see that, so it names this cause then too)."""
-        given = {arg.partition("=")[0] for arg in argv}
-        interactive = (not given & {"-p", "--prompt", "-i", "--interactive", "--acp",
-                                    "-h", "--help", "-v", "--version"}
-                       and first_operand(argv, _VALUE_OPTIONS) is None)
-        return no_terminal("Copilot CLI", interactive, terminal,
-                           '`amux run copilot -- -p "…"`')
+    quick_exit_cause = no_quick_exit_cause
+
+    def starts_ui(self, args: tuple[str, ...]) -> bool:
+        """No prompt (`-p`, `-i`) and no subcommand."""
+        return not has_flag(args, _NO_UI) and first_operand(args, _VALUE_OPTIONS) is None
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # Copilot reads AGENTS.md, its instruction files and directories itself

@@ -13,11 +13,13 @@ from amux.adapters.base import (
     NO_EXIT_MEANINGS,
     AgentRequest,
     Channel,
+    EndpointApi,
     EndpointRefused,
     FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
+    NoTerminal,
     PlanRefused,
     Probe,
     Requirement,
@@ -35,6 +37,9 @@ class FallbackAdapter:
     name = "fallback"
     display_name = "an agent amux has no adapter for"
     model_api: ModelApi = "chat"
+    endpoint_paths: Mapping[EndpointApi, str] = {}
+    prompt_args: tuple[str, ...] = ()
+    without_terminal: NoTerminal = "fails"
     first_request: FirstRequest | None = None
     key_variables: tuple[str, ...] = ()
     instruction_files: tuple[str, ...] = ()
@@ -62,6 +67,9 @@ class FallbackAdapter:
     kept_session = no_kept_session
     user_settings = no_user_settings
     quick_exit_cause = no_quick_exit_cause
+
+    def starts_ui(self, args: tuple[str, ...]) -> bool:
+        return False  # amux cannot tell
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
         return None

@@ -44,12 +44,14 @@ from amux.adapters.base import (
     PROMPT,
     AgentRequest,
     Channel,
+    EndpointApi,
     EndpointRequest,
     EndpointWiring,
     FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
+    NoTerminal,
     PlanFile,
     PlanMirror,
     PlanRefused,
@@ -60,6 +62,8 @@ from amux.adapters.base import (
     chosen_uuid,
     endpoint_api,
     first_line_version,
+    first_operand,
+    has_flag,
     merge_instructions,
     no_quick_exit_cause,
     no_session_files,
@@ -82,6 +86,19 @@ _NAMESPACE = "6d0f3d0e-4c52-4f4b-9b8e-6a6d75780002"
 """uuid5 namespace of the Gemini session ids amux chooses (a fixed, arbitrary UUID)."""
 SETTINGS = "settings.json"
 TRUSTED = "GEMINI_CLI_TRUSTED_FOLDERS_PATH"
+ENDPOINT_PATHS: Mapping[EndpointApi, str] = {"gemini": ""}
+"""GOOGLE_GEMINI_BASE_URL is the server's root: Gemini adds `/v1beta/models/…`."""
+_NO_UI = frozenset({"-p", "--prompt", "-i", "--prompt-interactive", "-h", "--help", "-v",
+                    "--version", "-l", "--list-extensions", "--list-sessions",
+                    "--delete-session", "--acp", "--experimental-acp"})
+"""Gemini CLI 0.61.0's options that start no UI (`gemini --help`; `-i` needs a terminal,
+and without one fails as the UI does)."""
+_VALUE_OPTIONS = frozenset({"-m", "--model", "-w", "--worktree", "--approval-mode", "--policy",
+                            "--admin-policy", "--allowed-mcp-server-names", "--allowed-tools",
+                            "-e", "--extensions", "-r", "--resume", "--session-file",
+                            "--session-id", "--include-directories", "-o", "--output-format"})
+"""Its options that take a value; anything else not an option is a prompt (which runs
+without the UI when stdin is no terminal) or a subcommand (`mcp`, …)."""
 LIMITS = ("Gemini CLI keeps its own memory guidance in its system prompt; amux denies its "
           "file tools' writes to GEMINI.md and its memory folder for this launch, not shell "
           "commands that write there")
@@ -153,7 +170,7 @@ def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
     variables and `--model`; the key by name from the user's variable, else a placeholder."""
     if endpoint is None:
         return None
-    endpoint_api(endpoint, "Gemini CLI", ("gemini",), "an endpoint speaking the Gemini API "
+    endpoint_api(endpoint, "Gemini CLI", ENDPOINT_PATHS, "an endpoint speaking the Gemini API "
                  "(--endpoint-api gemini)")
     env = {"GOOGLE_GEMINI_BASE_URL": endpoint.url}
     key = {"GEMINI_API_KEY": endpoint.key_env} if endpoint.key_env else {}
@@ -167,6 +184,11 @@ class GeminiAdapter:
     name = "gemini"
     display_name = "Gemini CLI"
     model_api: ModelApi = "gemini"
+    endpoint_paths = ENDPOINT_PATHS
+    prompt_args = ("-p", PROMPT)
+    without_terminal: NoTerminal = "fails"
+    """It reads a prompt from stdin, and exits 42 when none comes ("No input provided via
+    stdin")."""
     first_request: FirstRequest | None = FirstRequest(
         "0.61.0", memory=RequestSize(53442, 13361), plain=RequestSize(45885, 11472))
     key_variables = ("GEMINI_API_KEY",)
@@ -245,6 +267,9 @@ class GeminiAdapter:
     unpacked_code = no_unpacked_code
     session_files = no_session_files
     quick_exit_cause = no_quick_exit_cause
+
+    def starts_ui(self, args: tuple[str, ...]) -> bool:
+        return not has_flag(args, _NO_UI) and first_operand(args, _VALUE_OPTIONS) is None
 
     def kept_session(self, ref: str, env: Mapping[str, str]) -> tuple[str, str] | None:
         """`~/.gemini/tmp/<project>/chats/session-<time>-<the id's first 8 hex>.jsonl`

@@ -47,12 +47,14 @@ from amux.adapters.base import (
     PROMPT,
     AgentRequest,
     Channel,
+    EndpointApi,
     EndpointRequest,
     FinishedRun,
     FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
+    NoTerminal,
     PlanFile,
     PlanRefused,
     Probe,
@@ -62,6 +64,7 @@ from amux.adapters.base import (
     endpoint_api,
     first_line_version,
     first_operand,
+    has_flag,
     no_kept_session,
     no_quick_exit_cause,
     no_unpacked_code,
@@ -95,6 +98,15 @@ _VALUE_OPTIONS = frozenset({"--log-level", "--port", "--hostname", "--mdns-domai
 _SESSION_ID = re.compile(r"ses_[0-9A-Za-z]{20,40}")
 _NPM = {"openai": "@ai-sdk/openai-compatible", "anthropic": "@ai-sdk/anthropic"}
 """The AI SDK provider packages bundled in the binary, by API kind."""
+ENDPOINT_PATHS: Mapping[EndpointApi, str] = {"openai": "/v1", "anthropic": "/v1"}
+"""The provider's `baseURL` is the API's `/v1` for both: the AI SDK adds `/chat/completions`
+or `/messages`."""
+_NOT_UI = frozenset({"completion", "acp", "mcp", "run", "debug", "providers", "auth", "agent",
+                     "upgrade", "uninstall", "serve", "web", "models", "stats", "export",
+                     "import", "github", "session", "plugin", "plug", "db"})
+"""OpenCode 1.18.33's subcommands that start no UI (`opencode --help`); anything else in
+their place is the UI's project directory, or a UI of its own (`attach`, `pr`)."""
+_INFO = frozenset({"-h", "--help", "-v", "--version"})
 
 _PLUGIN = """\
 // amux: records the id of the OpenCode session this launch starts (written by amux, for
@@ -147,7 +159,7 @@ def merge(user: Mapping[str, Any], ours: Mapping[str, Any]) -> dict[str, Any]:
 def _endpoint(endpoint: EndpointRequest) -> dict[str, Any]:
     """A provider of this launch only, every model OpenCode picks (titles too) its model;
     the key as OpenCode's own `{env:VAR}` reference, so its value is in no config text."""
-    api = endpoint_api(endpoint, "OpenCode", ("openai", "anthropic"),
+    api = endpoint_api(endpoint, "OpenCode", ENDPOINT_PATHS,
                        "an OpenAI-compatible (Chat Completions) or Anthropic endpoint")
     model = f"{ENDPOINT_PROVIDER}/{endpoint.model}"
     key = f"{{env:{endpoint.key_env}}}" if endpoint.key_env else NO_KEY
@@ -173,6 +185,10 @@ class OpenCodeAdapter:
     name = "opencode"
     display_name = "OpenCode"
     model_api: ModelApi = "chat"
+    endpoint_paths = ENDPOINT_PATHS
+    prompt_args = ("run", PROMPT)
+    without_terminal: NoTerminal = "hangs"
+    """Its UI draws into the pipe and waits for keys that never come."""
     first_request: FirstRequest | None = FirstRequest(
         "1.18.33", memory=RequestSize(36119, 9030), plain=RequestSize(30815, 7704))
     key_variables = ("OPENAI_API_KEY",)
@@ -220,6 +236,10 @@ class OpenCodeAdapter:
 
     unpacked_code = no_unpacked_code
     quick_exit_cause = no_quick_exit_cause
+
+    def starts_ui(self, args: tuple[str, ...]) -> bool:
+        first = first_operand(args, _VALUE_OPTIONS)
+        return (first is None or args[first] not in _NOT_UI) and not has_flag(args, _INFO)
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # OpenCode reads AGENTS.md and every layer's `instructions` itself

@@ -37,12 +37,14 @@ from amux.adapters.base import (
     PROMPT,
     AgentRequest,
     Channel,
+    EndpointApi,
     EndpointRefused,
     EndpointWiring,
     FirstRequest,
     Headless,
     LaunchPlan,
     ModelApi,
+    NoTerminal,
     PlanFile,
     PlanRefused,
     Probe,
@@ -51,10 +53,12 @@ from amux.adapters.base import (
     ResumeFlagRefused,
     endpoint_api,
     first_line_version,
+    first_operand,
+    has_flag,
     ignored_on_resume,
     merge_instructions,
+    no_quick_exit_cause,
     no_session_files,
-    no_terminal,
     no_unpacked_code,
     no_user_settings,
     refuse,
@@ -134,6 +138,13 @@ def _discovered(probe: Probe) -> str | None:
 ENDPOINT_FILE = "pi-endpoint.js"
 """The extension of an `--endpoint` launch, in the session's own directory."""
 _PI_API = {"openai": "openai-completions", "anthropic": "anthropic-messages"}
+ENDPOINT_PATHS: Mapping[EndpointApi, str] = {"openai": "/v1", "anthropic": ""}
+"""The provider's `baseUrl`: the OpenAI API's `/v1` (Pi adds `/chat/completions`), or the
+Anthropic server's root (it adds `/v1/messages`)."""
+_NO_UI = frozenset({"-p", "--print", "--mode", "-h", "--help", "-v", "--version",
+                    "--list-models", "--export"})
+"""Pi 0.73.1's options that run without its UI (`pi --help`); a message or a subcommand
+(`install`, `config`, …) in place of them runs without it too when stdin is no terminal."""
 
 
 def _endpoint(request: AgentRequest) -> EndpointWiring | None:
@@ -146,7 +157,7 @@ def _endpoint(request: AgentRequest) -> EndpointWiring | None:
         return None
     if request.files_dir is None:
         raise EndpointRefused("--endpoint needs the session's directory for Pi's extension")
-    api = endpoint_api(endpoint, "Pi", ("openai", "anthropic"), "an OpenAI- or "
+    api = endpoint_api(endpoint, "Pi", ENDPOINT_PATHS, "an OpenAI- or "
                        "Anthropic-compatible endpoint")
     model = {"id": endpoint.model, "name": endpoint.model, "reasoning": False,
              "input": ["text"], "contextWindow": 128000, "maxTokens": 16384,
@@ -168,6 +179,10 @@ class PiAdapter:
     name = "pi"
     display_name = "Pi"
     model_api: ModelApi = "chat"
+    endpoint_paths = ENDPOINT_PATHS
+    prompt_args = ("-p", PROMPT)
+    without_terminal: NoTerminal = "ends"
+    """It reads a prompt from stdin, and exits 0 with no output when none comes."""
     first_request: FirstRequest | None = FirstRequest(
         "0.73.1", memory=RequestSize(7177, 1795), plain=RequestSize(5663, 1416))
     key_variables = ("OPENAI_API_KEY",)
@@ -206,10 +221,10 @@ class PiAdapter:
         joined = "\n\n".join(texts)
         return (joined,) if joined else ()
 
-    def quick_exit_cause(self, argv: tuple[str, ...], probe: Probe,
-                         terminal: bool) -> str | None:
-        return no_terminal("Pi", not {"-p", "--print", "--mode"} & set(argv), terminal,
-                           '`amux run pi -- -p "…"`')
+    quick_exit_cause = no_quick_exit_cause
+
+    def starts_ui(self, args: tuple[str, ...]) -> bool:
+        return not has_flag(args, _NO_UI) and first_operand(args, _VALUE_OPTIONS) is None
 
     def isolated_env(self, home: str) -> EnvPatch:
         return EnvPatch({"PI_CODING_AGENT_DIR": os.path.join(home, ".pi", "agent")})

@@ -60,6 +60,7 @@ from amux.adapters.base import (
     Headless,
     LaunchPlan,
     ModelApi,
+    NoTerminal,
     PlanFile,
     PlanRefused,
     Probe,
@@ -69,6 +70,8 @@ from amux.adapters.base import (
     chosen_uuid,
     endpoint_api,
     first_line_version,
+    first_operand,
+    has_flag,
     ignored_on_resume,
     merge_instructions,
     no_quick_exit_cause,
@@ -119,8 +122,28 @@ ENDPOINTS: Mapping[EndpointApi, tuple[str, str]] = {
     "gemini": ("GOOGLE_GEMINI_BASE_URL", "GEMINI_API_KEY"),
 }
 """The base URL and key variables Qwen reads for each `--auth-type` amux can point it at."""
+ENDPOINT_PATHS: Mapping[EndpointApi, str] = {"openai": "/v1", "anthropic": "", "gemini": ""}
+"""Those base URLs: the OpenAI API's `/v1` (Qwen adds `/chat/completions`), the Anthropic
+and Gemini servers' roots (it adds `/v1/messages`, `/v1beta/models/…`)."""
 MCP_CONFIG = "--mcp-config"
 """`user_settings`' key for the texts of the user's own `--mcp-config` values (a JSON list)."""
+_NO_UI = frozenset({"-p", "--prompt", "-i", "--prompt-interactive", "-h", "--help", "-v",
+                    "--version", "-l", "--list-extensions", "--acp"})
+"""Qwen Code 0.24.4's options that start no UI (`qwen --help`; `-i` needs a terminal, and
+without one fails as the UI does)."""
+_VALUE_OPTIONS = frozenset({
+    "--telemetry-target", "--telemetry-otlp-endpoint", "--telemetry-otlp-protocol",
+    "--telemetry-outfile", "--proxy", "-m", "--model", "--fallback-model", "--system-prompt",
+    "--append-system-prompt", "--output-style", "--sandbox-image", "--approval-mode",
+    "--channel", "--allowed-mcp-server-names", MCP_CONFIG, "--allowed-tools", "-e",
+    "--extensions", "--include-directories", "--add-dir", "--openai-logging-dir",
+    "--openai-api-key", "--openai-base-url", "--input-format", "-o", "--output-format",
+    "--json-fd", "--json-file", "--json-schema", "--input-file", "-r", "--resume",
+    "--session-id", "--worktree", "--max-session-turns", "--max-wall-time", "--max-tool-calls",
+    "--max-subagent-depth", "--core-tools", "--exclude-tools", "--disabled-slash-commands",
+    "--auth-type"})
+"""Its options that take a value; anything else not an option is a prompt (one-shot) or a
+subcommand (`mcp`, `sessions`, …)."""
 
 
 def qwen_home(env: Mapping[str, str]) -> str:
@@ -159,7 +182,7 @@ def _endpoint(endpoint: EndpointRequest | None) -> EndpointWiring | None:
     from the user's variable, else a placeholder (Qwen needs one)."""
     if endpoint is None:
         return None
-    api = endpoint_api(endpoint, "Qwen Code", ("openai", "anthropic", "gemini"),
+    api = endpoint_api(endpoint, "Qwen Code", ENDPOINT_PATHS,
                        "an OpenAI-compatible, Anthropic Messages or Gemini API endpoint")
     url, key = ENDPOINTS[api]
     return EndpointWiring(
@@ -172,6 +195,12 @@ class QwenAdapter:
     name = "qwen"
     display_name = "Qwen Code"
     model_api: ModelApi = "chat"
+    endpoint_paths = ENDPOINT_PATHS
+    prompt_args = (PROMPT,)
+    """Its positional prompt, one-shot (`-p` is deprecated)."""
+    without_terminal: NoTerminal = "fails"
+    """It reads a prompt from stdin, and exits 1 when none comes ("No input provided via
+    stdin")."""
     first_request: FirstRequest | None = FirstRequest(
         "0.24.4", memory=RequestSize(68781, 17196), plain=RequestSize(68394, 17099))
     key_variables = ("OPENAI_API_KEY",)
@@ -215,10 +244,10 @@ class QwenAdapter:
 
     unpacked_code = no_unpacked_code
     quick_exit_cause = no_quick_exit_cause
-    """Without a terminal and a prompt Qwen does not start its UI: it reads the prompt from
-    stdin (and fails only when that is empty), so no start says it failed for want of a
-    terminal."""
     session_files = no_session_files
+
+    def starts_ui(self, args: tuple[str, ...]) -> bool:
+        return not has_flag(args, _NO_UI) and first_operand(args, _VALUE_OPTIONS) is None
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # Qwen reads its context files itself; `plan` merges the flags

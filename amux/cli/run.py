@@ -7,7 +7,7 @@ import os
 from types import SimpleNamespace
 
 from amux.adapters import ADAPTERS, grouped
-from amux.adapters.base import ENDPOINT_API_OF, ENDPOINT_APIS
+from amux.adapters.base import ENDPOINT_API_OF, ENDPOINT_APIS, url_form
 from amux.client.args import strict_parser
 from amux.client.cli import report, storage_fault
 from amux.client.home import amux_home
@@ -66,10 +66,12 @@ def _parser() -> argparse.ArgumentParser:
                         "credential (repeatable); nothing else of the service's secrets passes")
     parser.add_argument("--endpoint", metavar="URL",
                         help="for this launch only, point the agent at this model endpoint "
-                        "(e.g. a local Ollama, vLLM or llama.cpp server: "
-                        "http://127.0.0.1:11434/v1); the user's agent config is not edited; "
-                        "a user and password in the URL reach the agent only (never its "
-                        "argv), and a resume needs them again")
+                        "(e.g. a local Ollama, vLLM or llama.cpp server); the user's agent "
+                        f"config is not edited. Each agent takes its own form: {_forms()}; "
+                        "amux puts a URL given in another form right, saying so, and refuses "
+                        "a server that does not answer as the agent's API. A user and "
+                        "password in the URL reach the agent only (never its argv), and a "
+                        "resume needs them again")
     parser.add_argument("--model", metavar="NAME",
                         help="with --endpoint: the model the endpoint serves (default for "
                         "both: the settings' endpoint and model, below)")
@@ -99,6 +101,15 @@ def _kinds() -> str:
     """"anthropic for claude, openai for codex, opencode and pi, …": each adapter's own."""
     by_kind = grouped(lambda adapter: ENDPOINT_API_OF[adapter.model_api])
     return ", ".join(f"{kind} for {', '.join(names)}" for kind, names in by_kind.items())
+
+
+def _forms() -> str:
+    """"http://HOST:PORT (the server's root) for claude, gemini; …": each adapter's URL
+    form for its default API kind."""
+    by_form = grouped(lambda adapter: url_form(next(iter(adapter.endpoint_paths.values())))
+                      if adapter.endpoint_paths else "")
+    return "; ".join(f"{form} for {', '.join(names)}" for form, names in by_form.items()
+                     if form)
 
 
 _SWITCHES = ("--dry-run", "--no-window-check", "--no-memory", "--no-endpoint")

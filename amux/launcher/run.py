@@ -10,9 +10,12 @@ token into the run directory, writes the plan's files, supervises the agent (no 
 learns the agent's own session, and cleans up however the agent ends. `--resume ID`
 prepares from the frozen state: the same binding, protocol, instructions and
 suppression, with a fresh token. Discovery failures are warnings and a session
-without memory; they never block the agent. A launch against a model endpoint (new
-or resumed) is refused when nothing answers there, or when the model's context window
-cannot hold the agent's first request (`window`).
+without memory; they never block the agent. An endpoint's URL is put in the form the
+agent takes (`endpoints.endpoint_url`, said in one line), and a launch against it (new or
+resumed) is refused when nothing answers there, when what answers does not speak the
+agent's API, or when the model's context window cannot hold the agent's first request
+(`window`). An interactive start that would draw its UI into a pipe and wait for good
+(OpenCode's) is refused when there is no terminal.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import sys
 import time
 from collections.abc import Mapping
@@ -37,6 +41,10 @@ from amux.adapters.base import (
     EndpointRequest,
     LaunchPlan,
     Memory,
+    PlanRefused,
+    no_terminal,
+    prompt_example,
+    url_form,
     without_userinfo,
 )
 from amux.adapters.fallback import FallbackAdapter
@@ -56,6 +64,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from amux.launcher.endpoints import EndpointUrl
     from amux.launcher.window import Check
 
 
@@ -242,7 +251,8 @@ def _resumed(home: Path, request: RunRequest) -> tuple[state.SessionState, Adapt
     if _agent_session_unknown(frozen, adapter):
         raise InvalidArgument(f"session {frozen.id} never recorded "
                               f"{frozen.adapter}'s own session id, so it cannot be resumed")
-    given = _frozen(request.endpoint)
+    given = _frozen(None if request.endpoint is None
+                    else _agents_url(request.endpoint, adapter).endpoint)
     endpoint = frozen.endpoint
     if given is not None and given not in (endpoint, _anonymous(endpoint)):
         started = ("the agent's own model" if endpoint is None else
@@ -375,23 +385,54 @@ def prepare(home: Path, request: RunRequest, client: Path) -> Launch:
         raise
 
 
-def _check_endpoint(request: RunRequest,
-                    resumed: tuple[state.SessionState, Adapter] | None) -> None:
+def _check_endpoint(request: RunRequest, resumed: tuple[state.SessionState, Adapter] | None,
+                    adapter: Adapter, changed: tuple[str, str] | None) -> None:
     """Refuse, before anything starts, a launch against a model endpoint where nothing
-    answers (the agent would hang or fail with a message about something else); a dry
-    run starts nothing and asks nothing here (its window check says when nothing
-    answers)."""
+    answers, or where what answers does not speak the API the agent is pointed at (the
+    agent would hang, or fail with a message about something else), in one line, which
+    also says what was `changed` in the URL as given (the URL, what); a dry run starts
+    nothing and asks nothing here (its window check says when nothing answers)."""
     endpoint = (request.endpoint if resumed is None
                 else _frozen_endpoint(resumed[0], request.endpoint))
     if endpoint is None or request.dry_run:
         return
-    from amux.launcher.endpoints import unreachable  # urllib: endpoint launches only
+    from amux.launcher import endpoints  # urllib: endpoint launches only
 
-    problem = unreachable(endpoint.url)
+    given = (_given(endpoint, resumed) if changed is None
+             else f"--endpoint {changed[0]} ({changed[1]})")
+    problem = endpoints.unreachable(endpoint.url)
     if problem:
         fix = "or point --endpoint at one that runs" if resumed is None else "then resume again"
-        raise InvalidArgument(f"{_given(endpoint, resumed)}: {problem}; start the model server "
-                              f"there (Ollama: `ollama serve`), {fix}")
+        raise InvalidArgument(f"{given}: {problem}; start the model server there (Ollama: "
+                              f"`ollama serve`), {fix}")
+    url = _agents_url(endpoint, adapter)
+    key = os.environ.get(endpoint.key_env) if endpoint.key_env else None
+    answered = endpoints.not_the_api(url, key)
+    if answered and url.api is not None:
+        raise EndpointRefused(f"{given}: no model server answers there: {answered}; "
+                              f"{adapter.display_name} needs "
+                              f"{endpoints.QUESTIONS[url.api].speaker} at "
+                              f"{url_form(adapter.endpoint_paths[url.api])}")
+
+
+def _refuse_without_terminal(adapter: Adapter, args: tuple[str, ...]) -> None:
+    """Refuse, before anything starts, an interactive start of an agent that would draw its
+    UI into a pipe and wait there for good (`without_terminal` `hangs`: OpenCode)."""
+    if adapter.without_terminal != "hangs" or not adapter.starts_ui(args):
+        return
+    pipes = [name for fd, name in ((0, "stdin"), (1, "stdout")) if not os.isatty(fd)]
+    if pipes:
+        raise PlanRefused(f"{adapter.display_name} draws its interactive UI on the terminal, "
+                          f"and {' and '.join(pipes)} {'is' if len(pipes) == 1 else 'are'} not "
+                          "one here: it would draw into the pipe and wait for good; run it in "
+                          f"a terminal, or give it a prompt: {prompt_example(adapter)}")
+
+
+def _agents_url(endpoint: EndpointRequest, adapter: Adapter) -> EndpointUrl:
+    """`endpoint` in the form its agent takes (`endpoints.endpoint_url`)."""
+    from amux.launcher.endpoints import endpoint_url
+
+    return endpoint_url(endpoint, adapter.display_name, adapter.endpoint_paths)
 
 
 def _given(endpoint: EndpointRequest, resumed: tuple[state.SessionState, Adapter] | None) -> str:
@@ -431,13 +472,28 @@ def _prepare(home: Path, request: RunRequest, client: Path,
              resumed: tuple[state.SessionState, Adapter] | None, target: Target | None,
              files: UserFiles) -> Launch:
     warnings: list[str] = []
-    _check_endpoint(request, resumed)
     if resumed is not None:
-        session, adapter = resumed
-        executable = _executable(session.agent)
+        adapter = resumed[1]
     else:
         assert request.agent is not None
         adapter = for_agent(request.agent)
+    if not request.dry_run:
+        _refuse_without_terminal(adapter, tuple(request.args))
+    changed = None
+    if request.endpoint is not None:
+        given = without_userinfo(request.endpoint.url)
+        agents = _agents_url(request.endpoint, adapter)
+        request = request._replace(endpoint=agents.endpoint)
+        if agents.changed and resumed is None:  # a resume's given URL only carries a password
+            changed = (given, agents.changed)
+    _check_endpoint(request, resumed, adapter, changed)
+    if changed:
+        _warn(f"--endpoint {changed[0]}: {changed[1]}")
+    if resumed is not None:
+        session = resumed[0]
+        executable = _executable(session.agent)
+    else:
+        assert request.agent is not None
         executable = _executable(request.agent)
         binding, warnings = _discover(home, request, adapter, target)
         session_id = state.new_session_id()
@@ -582,8 +638,8 @@ def apply(home: Path, launch: Launch, client: Path) -> int:
                 _warn(f"the agent's mirrors were not restored: {exc}; the next launch "
                       "restores them")
         seconds = time.monotonic() - started
-        cause = (_quick_exit_cause(launch, env) if status != 0 and seconds < QUICK_EXIT_SECONDS
-                 else None)
+        idle = launch.new and launch.session.resumable and not _resumable(session)
+        cause = _exit_cause(launch, env, status, seconds, idle)
         print(closing_line(session, status, launch.adapter, seconds, cause),
               file=sys.stderr, flush=True)
         if hub_before is not None and hub_after != hub_before:
@@ -659,9 +715,9 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter,
     """What amux says when the agent ended: the amux session and how to resume it (the
     agent's own resume hint, `claude --resume <uuid>`, would bypass the frozen state).
     An exit status the agent's own code gives a meaning (`Adapter.exit_meanings`) is said
-    as such. After a quick failure, also its `cause` when the launch told one; else no cause
-    is claimed, only what to do if the agent's own message says it could not reach its
-    model."""
+    as such. Else the `cause` the launch told (`_exit_cause`), of an exit 0 too; after a
+    quick failure with none, no cause is claimed, only what to do if the agent's own message
+    says it could not reach its model."""
     ended = f"amux run: session {session.id} ended (exit {status} after {seconds:.1f} s)"
     if not session.resumable:
         line = f"{ended}; it cannot be resumed: {session.not_resumable_reason}"
@@ -669,18 +725,21 @@ def closing_line(session: state.SessionState, status: int, adapter: Adapter,
         line = f"{ended}; it cannot be resumed: {session.adapter}'s own session id is unknown"
     else:
         line = f"{ended}; resume it with: amux run --resume {session.id}"
+    agent = os.path.basename(session.agent)
     stopped = _stopped_by(status)
     if stopped:  # asked to stop (Ctrl-C, a kill): no failure to explain
-        return f"{line}\namux run: {os.path.basename(session.agent)} was stopped by {stopped}"
+        return f"{line}\namux run: {agent} was stopped by {stopped}"
     meaning = adapter.exit_meanings.get(status) if status else None
     if meaning:  # the agent's own code says why: no guess about its model
-        return f"{line}\namux run: {os.path.basename(session.agent)} exited {status}: {meaning}"
-    if status == 0 or seconds >= QUICK_EXIT_SECONDS:
-        return line
-    failed = (f"amux run: {os.path.basename(session.agent)} failed within "
-              f"{QUICK_EXIT_SECONDS:.0f} s")
+        return f"{line}\namux run: {agent} exited {status}: {meaning}"
+    quick = seconds < QUICK_EXIT_SECONDS
+    failed = (f"amux run: {agent} exited 0 without running a prompt" if status == 0
+              else f"amux run: {agent} failed within {QUICK_EXIT_SECONDS:.0f} s" if quick
+              else f"amux run: {agent} failed")
     if cause:
         return f"{line}\n{failed}: {cause}"
+    if status == 0 or not quick:
+        return line
     if session.endpoint is not None:
         fix = (f"check that {session.endpoint['url']} serves the model "
                f"{session.endpoint['model']!r}")
@@ -720,10 +779,25 @@ def hub_line(session_id: str, before: int, after: int | None, started_at: float)
             f"{check[:1].upper()}{check[1:]}")
 
 
-def _quick_exit_cause(launch: Launch, env: Mapping[str, str]) -> str | None:
-    """The cause of a failure within seconds that amux can tell: the endpoint of the
-    session no longer answers, or what the adapter reads from the launch (through a probe
-    as the agent's user: an isolated run's files are never read by root)."""
+def _exit_cause(launch: Launch, env: Mapping[str, str], status: int, seconds: float,
+                idle: bool) -> str | None:
+    """The cause amux can tell of an agent that failed: an interactive start with no
+    terminal (`starts_ui`, stdin not one), whenever the agent had no prompt (it kept no
+    session, `idle`, or stdin held none); else, within seconds, the endpoint of the session
+    no longer answers, that start, or what the adapter reads from the launch (through a
+    probe as the agent's user: an isolated run's files are never read by root). Of an exit
+    0, only a start with no prompt of an agent that then ends having done nothing
+    (`without_terminal` `ends`: Pi)."""
+    adapter, argv = launch.adapter, launch.plan.argv[1:]
+    no_ui = not os.isatty(0) and adapter.starts_ui(argv)
+    unprompted = no_ui and (idle or _nothing_on_stdin())
+    if status == 0:
+        return no_terminal(adapter) if unprompted and adapter.without_terminal == "ends" \
+            else None
+    if unprompted:
+        return no_terminal(adapter)
+    if seconds >= QUICK_EXIT_SECONDS:
+        return None
     endpoint = launch.session.endpoint
     if endpoint is not None:
         from amux.launcher.endpoints import unreachable
@@ -732,11 +806,24 @@ def _quick_exit_cause(launch: Launch, env: Mapping[str, str]) -> str | None:
         if problem:
             return (f"its endpoint stopped answering: {problem}; start the model server "
                     f"there, then resume: amux run --resume {launch.session.id}")
+    if no_ui:
+        return no_terminal(adapter)
     probe = SystemProbe(env, os.getcwd(), run_as=launch.run_as, files=launch.files)
     try:
-        return launch.adapter.quick_exit_cause(launch.plan.argv[1:], probe, os.isatty(0))
+        return adapter.quick_exit_cause(argv, probe)
     except OSError:  # the helper acting as the agent's user failed or was stopped: unknown
         return None
+
+
+def _nothing_on_stdin() -> bool:
+    """Whether stdin holds nothing an agent could read a prompt from: closed, /dev/null (a
+    character device that is no terminal) or an empty file. A pipe may hold one."""
+    try:
+        info = os.fstat(0)
+    except OSError:
+        return True
+    return ((stat.S_ISCHR(info.st_mode) and not os.isatty(0))
+            or (stat.S_ISREG(info.st_mode) and info.st_size == 0))
 
 
 def _kept(home: Path, session: state.SessionState, adapter: Adapter, files: UserFiles,

@@ -22,23 +22,19 @@ window the model gets (`probe`) and compare it with the agent's first request (`
   (`GET …/v1beta/models/NAME`).
 - None of these: unknown, which the caller says.
 
-Every question is bounded (`ASK_SECONDS` each, twice that for all of them; the load has its
-own bound), goes to the endpoint's own host and never follows a redirect. The endpoint's
-key goes only with the questions under its URL (`…/models`); a user and password in the
-URL go to its host as `Authorization: Basic`.
+Every question (`endpoints.Asker`) is bounded (`ASK_SECONDS` each, twice that for all of
+them; the load has its own bound), goes to the endpoint's own host and never follows a
+redirect. The endpoint's key goes only with the questions under its URL (`…/models`); a
+user and password in the URL go to its host as `Authorization: Basic`.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
-import time
-import urllib.error
-import urllib.request
 from urllib.parse import quote, urlsplit
 
-from amux.adapters.base import Adapter, EndpointApi, basic_authorization, without_userinfo
+from amux.adapters.base import Adapter, EndpointApi
 from amux.launcher import endpoints
 from amux.typing_light import NamedTuple
 
@@ -109,61 +105,7 @@ def first_request(adapter: Adapter, memory: bool) -> Prompt | None:
 # -- asking the server ----------------------------------------------------------------------
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    """A redirect is an answer, not a place to send the endpoint's credentials."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-class _Asker:
-    """Questions to one endpoint's host within one deadline; an answer is (status, JSON or
-    None), None when nothing answered in time."""
-
-    def __init__(self, url: str, api: EndpointApi, key: str | None, ask_seconds: float) -> None:
-        self.root = endpoints.root(url)
-        self.base = without_userinfo(url).rstrip("/")
-        self.basic = basic_authorization(url)
-        self.keyed = ({} if key is None else {"x-goog-api-key": key} if api == "gemini"
-                      else {"Authorization": f"Bearer {key}"})
-        self.ask_seconds = ask_seconds
-        self.deadline = time.monotonic() + 2 * ask_seconds
-        self.answered = False
-        self.opener = urllib.request.build_opener(_NoRedirect)
-
-    def ask(self, url: str, body: dict[str, Any] | None = None, keyed: bool = False,
-            timeout: float | None = None) -> tuple[int, Any] | None:
-        """`url`'s answer; `keyed`: with the endpoint's key (a URL under the endpoint's);
-        `timeout`: a bound of its own, outside the deadline (loading a model)."""
-        if timeout is None:
-            timeout = min(self.ask_seconds, self.deadline - time.monotonic())
-            if timeout <= 0:
-                return None
-        headers = {"Accept": "application/json"}
-        if self.basic:
-            headers["Authorization"] = self.basic
-        if keyed:
-            headers.update(self.keyed)
-        data = None if body is None else json.dumps(body).encode()
-        if data is not None:
-            headers["Content-Type"] = "application/json"
-        request = urllib.request.Request(url, data, headers, method="POST" if data else "GET")
-        try:
-            with self.opener.open(request, timeout=timeout) as response:
-                status, raw = response.status, response.read()
-        except urllib.error.HTTPError as error:
-            status, raw = error.code, error.read()
-            error.close()
-        except (urllib.error.URLError, OSError, ValueError):
-            return None
-        self.answered = True
-        try:
-            return status, json.loads(raw)
-        except ValueError:
-            return status, None
-
-
-def _json_of(answer: tuple[int, Any] | None) -> Any:
+def _json_of(answer: endpoints.Answer | None) -> Any:
     """The JSON of a successful answer, else None."""
     return answer[1] if answer is not None and answer[0] < 300 else None
 
@@ -173,7 +115,7 @@ def probe(url: str, model: str, api: EndpointApi, key: str | None = None, *,
     """The window the endpoint at `url` serves `model` with (`api`: what the endpoint
     speaks; `key`: its key). `load_seconds`: how long Ollama may take to load the model;
     None: load nothing (a dry run)."""
-    asker = _Asker(url, api, key, ask_seconds)
+    asker = endpoints.Asker(url, api, key, ask_seconds)
     if api == "gemini":  # the Gemini API describes one model by its name
         found = _find_window(_json_of(asker.ask(
             f"{asker.base}/v1beta/models/{quote(model, safe='')}", keyed=True)))
@@ -206,7 +148,7 @@ def probe(url: str, model: str, api: EndpointApi, key: str | None = None, *,
     return _unknown(asker)
 
 
-def _unknown(asker: _Asker) -> Window:
+def _unknown(asker: endpoints.Asker) -> Window:
     if asker.answered:
         return Window(None, "the endpoint reports no context window")
     return Window(None, f"nothing answered at {asker.root}")
@@ -229,7 +171,7 @@ def _find_window(entry: Any) -> tuple[str, int] | None:
     return None
 
 
-def _ollama(asker: _Asker, model: str, version: str, load_seconds: float | None) -> Window:
+def _ollama(asker: endpoints.Asker, model: str, version: str, load_seconds: float | None) -> Window:
     server = f"ollama {version}"
     shown = asker.ask(f"{asker.root}/api/show", {"model": model})
     if shown is not None and shown[0] == 404:

@@ -12,15 +12,17 @@ from hypothesis import strategies as st
 
 from amux.adapters import ADAPTERS, for_agent
 from amux.adapters.base import (
+    ENDPOINT_API_OF,
     PROMPT,
     AgentRequest,
+    EndpointRequest,
     LaunchPlan,
     ResumeFlagRefused,
     chosen_uuid,
 )
 from amux.adapters.fallback import FallbackAdapter
 from amux.protocol.render import render
-from tests.adapting import USER_ARGS, USER_TEXT, memory, plan
+from tests.adapting import USER_ARGS, USER_TEXT, endpoint_plan, memory, plan
 
 RESUME_FLAGS = {"copilot": ["--resume=x", "-p", "hello"],
                 "claude": ["--resume", "x"], "codex": ["exec", "resume", "x"],
@@ -240,6 +242,37 @@ def test_every_agent_fact_is_the_adapters(name: str) -> None:
     for path in (*headless.dirs, *(file.path for file in headless.files),
                  *([headless.answer_file] if headless.answer_file else [])):
         assert path.startswith(("/run/home/", "/run/tmp/")), path
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_agent_says_how_it_runs_one_prompt_and_when_it_needs_a_terminal(name: str) -> None:
+    """Its non-interactive form (the example a start without a terminal gets, and the
+    README's), and which starts need a terminal: without arguments, or with only what
+    amux adds to a launch with memory, its UI starts; its prompt form and `--help` do
+    not start it."""
+    adapter = ADAPTERS[name]
+    assert adapter.prompt_args.count(PROMPT) == 1
+    assert adapter.without_terminal in ("fails", "ends", "hangs")
+    assert adapter.starts_ui(()) and not adapter.starts_ui(("--help",))
+    one = tuple("Hi." if arg == PROMPT else arg for arg in adapter.prompt_args)
+    assert not adapter.starts_ui(one)
+    pointed = EndpointRequest("http://127.0.0.1:11434/v1", "m",
+                              next(iter(adapter.endpoint_paths)))
+    for resume in (False, True):  # amux's own arguments do not hide what the user's start
+        assert adapter.starts_ui(plan(name, args=[], resume=resume).argv[1:])
+        assert not adapter.starts_ui(plan(name, args=list(one), resume=resume).argv[1:])
+    assert adapter.starts_ui(endpoint_plan(name, pointed, args=[]).argv[1:])
+    assert not adapter.starts_ui(endpoint_plan(name, pointed, args=list(one)).argv[1:])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_agent_says_the_url_form_of_each_api_kind_it_speaks(name: str) -> None:
+    """Its default kind first (what `--endpoint-api` defaults to); an OpenAI base URL is
+    the API's `/v1` (its base may end in anything else: only the root is put right)."""
+    paths = ADAPTERS[name].endpoint_paths
+    assert next(iter(paths)) == ENDPOINT_API_OF[ADAPTERS[name].model_api]
+    assert set(paths.values()) <= {"", "/v1"} and paths.get("openai", "/v1") == "/v1"
+    assert FallbackAdapter().endpoint_paths == {}
 
 
 @given(st.uuids(), st.text())

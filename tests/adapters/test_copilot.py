@@ -160,12 +160,12 @@ def test_the_doctor_finds_the_unpacked_package() -> None:
     assert ADAPTER.unpacked_code({}, None) == ()
 
 
-@pytest.mark.parametrize(("argv", "terminal", "named"), [
-    ((), False, True), (("--model", "m"), False, True), ((), True, False),
-    (("-p", "x"), False, False), (("-i", "x"), False, False), (("mcp", "list"), False, False),
+@pytest.mark.parametrize(("argv", "ui"), [
+    ((), True), (("--model", "m"), True), (("-p", "x"), False), (("-i", "x"), False),
+    (("--prompt=x",), False), (("mcp", "list"), False), (("--help",), False),
 ])
-def test_no_prompt_and_no_terminal_is_named(argv: tuple[str, ...], terminal: bool,
-                                            named: bool) -> None:
-    cause = ADAPTER.quick_exit_cause(argv, FakeProbe({}), terminal)
-    assert (cause is not None) == named
-    assert cause is None or 'amux run copilot -- -p "…"' in cause
+def test_an_interactive_start_is_one_without_a_prompt_or_subcommand(argv: tuple[str, ...],
+                                                                    ui: bool) -> None:
+    """Copilot reads its prompt from a stdin that is no terminal, and ends at once with
+    "No prompt provided": the launch names that cause for such a start."""
+    assert ADAPTER.starts_ui(argv) is ui

@@ -220,4 +220,5 @@ def test_version_and_headless_turn() -> None:
     assert headless.args == ("-p", PROMPT, "--approval-mode", "auto-edit")
     assert headless.env.set["QWEN_HOME"] == "/run/home/.qwen" and headless.dirs == (
         "/run/home/.qwen",)
-    assert ADAPTER.quick_exit_cause(("-p", "x"), FakeProbe({}), False) is None
+    assert not ADAPTER.starts_ui(("-p", "x")) and not ADAPTER.starts_ui(("a prompt",))
+    assert ADAPTER.starts_ui(("--session-id", "x", "--auth-type", "openai", "--model", "m"))

@@ -22,7 +22,7 @@ TOY = '''"""A throwaway agent: `toy [--instructions TEXT] [--session ID] ARGS...
 from __future__ import annotations
 
 from amux.adapters.base import (
-    NOTHING, PROMPT, AgentRequest, Channel, Headless, LaunchPlan, ModelApi, Probe,
+    NOTHING, PROMPT, AgentRequest, Channel, Headless, LaunchPlan, ModelApi, NoTerminal, Probe,
     Requirement, first_line_version, merge_instructions, no_kept_session,
     no_quick_exit_cause, no_session_files, no_unpacked_code, no_user_settings, refuse,
 )
@@ -41,6 +41,9 @@ class ToyAdapter:
     package: str | None = None
     quick_exit_hint: str | None = None
     model_api: ModelApi = "chat"
+    endpoint_paths = NOTHING  # no --endpoint
+    prompt_args = ("--print", PROMPT)
+    without_terminal: NoTerminal = "fails"
     key_variables = ("TOY_API_KEY",)
     instruction_files = ("TOY.md",)
     mcp_tool_prefix: str | None = None
@@ -52,6 +55,9 @@ class ToyAdapter:
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()
+
+    def starts_ui(self, args: tuple[str, ...]) -> bool:
+        return "--print" not in args
 
     def isolated_env(self, home: str) -> EnvPatch:
         return EnvPatch()

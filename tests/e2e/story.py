@@ -1,8 +1,8 @@
 """What the e2e tests of the real agents share: `amux run` of a real agent, bounded and in a
-process group of its own; the sessions it leaves; the four-session memory story every agent
-tells (save, find, correct, forget, then resume the first) with what the model and the store
-must show after it; the user's own MCP server; and how a recorded request of one agent's
-API is read."""
+process group of its own; a user's shell for the installed `amux`; the sessions it leaves;
+the four-session memory story every agent tells (save, find, correct, forget, then resume
+the first) with what the model and the store must show after it; the user's own MCP
+server; and how a recorded request of one agent's API is read."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from typing import Any
 
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall, default_is_side, mcp
+from tests.mockmodel.agents import base_env
+from tests.peers import NPM_PREFIX
 
 USER_MCP = Path(__file__).with_name("user_mcp.py")
 """A user's own MCP server (stdio), for the agents to load beside amux's."""
@@ -86,6 +88,27 @@ def amux_run(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
                    {**env, "AMUX_HOME": str(hub.home)}, cwd)
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
+
+
+class UserShell:
+    """A user's shell: a fresh home, the installed `amux` (this interpreter's) and the pinned
+    agents on PATH, no AMUX_*, XDG_* or model credential variable (`extra`: what the
+    sandbox needs, not amux). `amux` starts its local Hub there on demand; `close` stops it."""
+
+    def __init__(self, root: Path, **extra: str) -> None:
+        self.work = root / "work"
+        self.work.mkdir(parents=True, exist_ok=True)
+        env = base_env(root)  # PATH, locale and HOME=root/home: nothing configured
+        env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable),
+                                       str(NPM_PREFIX / "node_modules" / ".bin"), env["PATH"]])
+        self.env = {**env, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1", **extra}
+
+    def amux(self, *args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:
+        """`amux ARGS` in the work directory, stdin /dev/null, bounded (`bounded`)."""
+        return bounded(["amux", *args], self.env, self.work, timeout)
+
+    def close(self) -> None:
+        self.amux("hub", "stop", timeout=60)
 
 
 def sessions(where: HubProcess | Path) -> list[dict[str, Any]]:

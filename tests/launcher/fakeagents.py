@@ -1,7 +1,8 @@
 """Small scripted agents named like the real ones (the adapter is chosen by the command's
 name), and `amux run` against a real Hub with them first on PATH: what the launcher tests
 drive. Each records what it was given; `FAKE_AGENT_ACTION` makes it use memory, list the
-files it found, wait, talk to a terminal or kill the Hub under its session."""
+files it found, wait, talk to a terminal or kill the Hub under its session; `FAKE_AGENT_EXIT`
+and `FAKE_AGENT_SECONDS` how it ends and when."""
 
 from __future__ import annotations
 
@@ -59,6 +60,9 @@ if action in ("interactive", "wait"):
     with open(os.environ["FAKE_AGENT_LOG"] + ".pid", "w") as pid:
         pid.write(str(os.getpid()))
     time.sleep(60)
+if os.environ.get("FAKE_AGENT_SECONDS"):  # slow to fail
+    import time
+    time.sleep(float(os.environ["FAKE_AGENT_SECONDS"]))
 sys.exit(int(os.environ.get("FAKE_AGENT_EXIT", "0")))
 '''
 

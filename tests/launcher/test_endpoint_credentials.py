@@ -43,7 +43,9 @@ sys.exit(int(os.environ.get("FAKE_AGENT_EXIT", "0")))
 
 
 class ModelServer:
-    """Answers everything 404 and keeps each request's raw head."""
+    """Answers the APIs' questions as a model server (an empty model list, an Anthropic
+    error for an empty Messages request), everything else 404, and keeps each request's
+    raw head."""
 
     def __init__(self) -> None:
         self.heads: list[str] = []
@@ -52,9 +54,17 @@ class ModelServer:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 heads.append(f"{self.requestline}\r\n{self.headers}")
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                status, body = ((200, b'{"object": "list", "data": []}')
+                                if self.path == "/v1/models" and self.command == "GET"
+                                else (400, b'{"type": "error", "error": {}}')
+                                if self.path == "/v1/messages" else (404, b""))
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
+                self.wfile.write(body)
 
             do_POST = do_GET
 
@@ -104,7 +114,8 @@ def everything_under(root: Path) -> str:
 def test_the_password_reaches_the_agents_environment_and_nothing_else(
         hub: HubProcess, recording: Launcher, model: ModelServer) -> None:
     password = f"s3cr3t-{secrets.token_hex(6)}"
-    shown = f"http://127.0.0.1:{model.port}/v1"
+    root = f"http://127.0.0.1:{model.port}"  # Claude's form; Codex's is the API's /v1
+    shown = f"{root}/v1"
     url = shown.replace("://", f"://me:{password}@")
     endpoint = ("--endpoint", url, "--model", "m")
     said: list[str] = []
@@ -120,18 +131,23 @@ def test_the_password_reaches_the_agents_environment_and_nothing_else(
     assert report["env"]["AMUX_ENDPOINT_AUTH_TOKEN"] == "<redacted>"
     assert f'model_providers.amux_endpoint.base_url="{shown}"' in report["argv"]
 
-    nothing = f"http://me:{password}@127.0.0.1:{free_port()}/v1"
+    nothing = f"http://me:{password}@127.0.0.1:{free_port()}"
     refused = run("--endpoint", nothing, "--model", "m", "claude", "--", "-p", "hi")
     assert refused.returncode == 2
     assert refused.stderr.startswith(f"amux run: invalid_argument: --endpoint "
                                      f"{nothing.replace(f'me:{password}@', '')}: nothing")
 
     assert run(*endpoint, "codex", "--", "exec", "hi").returncode == 0
+    # Claude is given the server's root (a /v1 would be put right, said in a line naming
+    # the URL without them)
     failed = run(*endpoint, "claude", "--", "-p", "hi", env={"FAKE_AGENT_EXIT": "1"})
     assert failed.returncode == 1
+    assert failed.stderr.splitlines()[0] == (f"amux run: warning: --endpoint {shown}: Claude "
+                                             f"Code adds /v1/… itself, so it gets {root}")
     assert failed.stderr.splitlines()[-1].endswith(
-        f"If it could not reach its model: check that {shown} serves the model 'm'")
-    assert run(*endpoint, "claude", "--", "-p", "hi").returncode == 0
+        f"If it could not reach its model: check that {root} serves the model 'm'")
+    assert run("--endpoint", url.removesuffix("/v1"), "--model", "m", "claude", "--",
+               "-p", "hi").returncode == 0
 
     records = recording.records()
     for record in records:  # never in argv, which anyone can read
@@ -144,12 +160,14 @@ def test_the_password_reaches_the_agents_environment_and_nothing_else(
             '"AMUX_ENDPOINT_AUTH_TOKEN"}') in codex["argv"]
     assert codex["env"]["AMUX_ENDPOINT_AUTH_TOKEN"] == (
         "Basic " + base64.b64encode(f"me:{password}".encode()).decode())
-    assert claude["env"]["ANTHROPIC_BASE_URL"] == url  # the agent's own, in its environment
+    # the agent's own, in its environment
+    assert claude["env"]["ANTHROPIC_BASE_URL"] == failing["env"]["ANTHROPIC_BASE_URL"] == \
+        url.removesuffix("/v1")
 
-    frozen = [json.loads((path / "state.json").read_text())["endpoint"]
-              for path in recording.sessions()]
-    assert frozen == 3 * [{"url": shown, "model": "m", "api": None, "key_env": None,
-                           "credentials": True}]
+    frozen = sorted((json.loads((path / "state.json").read_text())["endpoint"]
+                     for path in recording.sessions()), key=lambda frozen: frozen["url"])
+    assert frozen == [{"url": url, "model": "m", "api": None, "key_env": None,
+                       "credentials": True} for url in (root, root, shown)]
     said.append(json.dumps(sessions_cli(hub, "list")))
     said.append(everything_under(hub.home))
     said.extend(model.heads)
@@ -164,7 +182,7 @@ def test_a_resume_is_given_the_user_and_password_again(
     """state.json keeps the URL without them: a resume without them is refused with one
     line naming the fix; with them (the same URL) it runs, and the agent has them."""
     password = f"s3cr3t-{secrets.token_hex(6)}"
-    shown = f"http://127.0.0.1:{model.port}/v1"
+    shown = f"http://127.0.0.1:{model.port}"
     url = shown.replace("://", f"://me:{password}@")
     assert recording.run("--endpoint", url, "--model", "m", "claude", "--",
                          "-p", "hi").returncode == 0
@@ -175,15 +193,15 @@ def test_a_resume_is_given_the_user_and_password_again(
     assert refused.stderr == (
         f"amux run: invalid_argument: session {session}'s --endpoint {shown} had a user and "
         "password, which amux does not keep; give them again: amux run --resume "
-        f"{session} --endpoint http://USER:PASSWORD@127.0.0.1:{model.port}/v1 --model m\n")
+        f"{session} --endpoint http://USER:PASSWORD@127.0.0.1:{model.port} --model m\n")
     assert recording.run("--resume", session, "--endpoint", shown,
                          "--model", "m").stderr == refused.stderr
-    other = recording.run("--resume", session, "--endpoint", url.replace("/v1", "/v2"),
-                          "--model", "m")
+    other = recording.run("--resume", session, "--endpoint", url + "/v2", "--model", "m")
     assert other.returncode == 2 and f"started with --endpoint {shown} --model m" in other.stderr
     assert password not in other.stderr
 
-    resumed = recording.run("--resume", session, "--endpoint", url, "--model", "m")
+    # given in another form (Claude's /v1, put right as in a new session), it is the same
+    resumed = recording.run("--resume", session, "--endpoint", url + "/v1", "--model", "m")
     assert resumed.returncode == 0, resumed.stderr
     assert password not in resumed.stdout + resumed.stderr
     first, again = recording.records()

@@ -618,12 +618,25 @@ def test_an_endpoint_where_nothing_answers_is_refused_before_the_agent_starts(
     assert time.monotonic() - started < 20 and not launcher.log.exists()
     assert launcher.run("--dry-run", *endpoint, "codex", "--", "exec", "hi").returncode == 0
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port),
-                                             http.server.BaseHTTPRequestHandler)
+    class Messages(http.server.BaseHTTPRequestHandler):
+        """An Anthropic Messages server's answer to the launch's empty request."""
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            body = b'{"type": "error", "error": {"type": "invalid_request_error"}}'
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Messages)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    try:  # any answer (here 501) means a server is there
-        assert launcher.run(*endpoint, "claude", "--", "-p", "hi").returncode == 0
+    root = url.removesuffix("/v1")  # Claude's form
+    try:  # an error, if it is the API's, means a model server is there
+        assert launcher.run("--endpoint", root, "--model", "qwen3", "claude", "--", "-p",
+                            "hi").returncode == 0
     finally:
         server.shutdown()
         server.server_close()
@@ -632,8 +645,62 @@ def test_an_endpoint_where_nothing_answers_is_refused_before_the_agent_starts(
     done = launcher.run("--resume", session)
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"amux run: invalid_argument: session {session}'s "
-                                  f"--endpoint {url}: nothing answers")
+                                  f"--endpoint {root}: nothing answers")
     assert done.stderr.rstrip().endswith("then resume again")
+
+
+def fake(launcher: Launcher, agent: str) -> None:
+    """A scripted agent named `agent` beside the launcher's own."""
+    if not (launcher.bin / agent).exists():
+        (launcher.bin / agent).write_text((launcher.bin / "pi").read_text())
+        (launcher.bin / agent).chmod(0o755)
+
+
+@pytest.mark.timeout(90)
+def test_a_web_server_that_is_no_model_server_is_refused_before_the_agent_starts(
+        hub: HubProcess, launcher: Launcher, tmp_path: Path) -> None:
+    """Pointed at `python -m http.server`, Claude hung for 180 s and Codex printed its HTML
+    501 page: now the question each agent's API defines is asked first, and what answered
+    is named in one line with what the agent needs."""
+    import functools
+    import http.server
+    import threading
+
+    enable(hub)
+    site = tmp_path / "site"
+    site.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    root = f"http://127.0.0.1:{server.server_address[1]}"
+    said = {}
+    try:
+        for agent, args in (("claude", ("-p", "hi")), ("codex", ("exec", "hi")),
+                            ("gemini", ("-p", "hi"))):
+            started = time.monotonic()
+            done = launcher.run("--endpoint", root, "--model", "m", agent, "--", *args)
+            assert done.returncode == 2, done.stderr
+            assert time.monotonic() - started < 20
+            said[agent] = done.stderr.splitlines()
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert not launcher.log.exists() and not launcher.sessions()  # nothing started
+    web = f"(text/html;charset=utf-8, SimpleHTTP/0.6 Python/{sys.version.split()[0]}), not JSON"
+    assert said["claude"] == [
+        f"amux run: invalid_argument: --endpoint {root}: no model server answers there: POST "
+        f"{root}/v1/messages answered HTTP 501 {web}; Claude Code needs an Anthropic Messages "
+        "API at http://HOST:PORT (the server's root)"]
+    assert said["codex"] == [  # the root given: the API's /v1 is what Codex takes
+        f"amux run: invalid_argument: --endpoint {root} (Codex needs the API's /v1 in it, so it "
+        f"gets {root}/v1): no model server answers there: GET {root}/v1/models answered HTTP "
+        f"404 {web}; Codex needs an OpenAI-compatible API at http://HOST:PORT/v1"]
+    assert said["gemini"] == [
+        f"amux run: invalid_argument: --endpoint {root}: no model server answers there: GET "
+        f"{root}/v1beta/models answered HTTP 404 {web}; Gemini CLI needs the Gemini API at "
+        "http://HOST:PORT (the server's root)"]
 
 
 @pytest.mark.parametrize(("agent", "args", "cause"), [
@@ -641,7 +708,15 @@ def test_an_endpoint_where_nothing_answers_is_refused_before_the_agent_starts(
      'run it in a terminal, or give it a prompt: `amux run claude -- -p "…"`'),
     ("codex", (), "Codex starts its interactive UI, and stdin is not a terminal here; run it "
      'in a terminal, or give it a prompt: `amux run codex -- exec "…"`'),
+    ("codex", ("a prompt",), 'Codex starts its interactive UI, and stdin is not a terminal '
+     'here; run it in a terminal, or give it a prompt: `amux run codex -- exec "…"`'),
     ("pi", (), "Pi starts its interactive UI"),
+    ("gemini", ("--skip-trust",), "Gemini CLI starts its interactive UI, and stdin is not a "
+     'terminal here; run it in a terminal, or give it a prompt: `amux run gemini -- -p "…"`'),
+    ("qwen", (), "Qwen Code starts its interactive UI, and stdin is not a terminal here; run "
+     'it in a terminal, or give it a prompt: `amux run qwen -- "…"`'),
+    ("copilot", (), "Copilot CLI starts its interactive UI, and stdin is not a terminal here; "
+     'run it in a terminal, or give it a prompt: `amux run copilot -- -p "…"`'),
     ("codex", ("exec", "hi"), "Codex runs `exec` only in a git repository or a folder "
      "trusted in its config, and {cwd} is neither; run it in a repository, trust the folder"),
 ])
@@ -652,6 +727,7 @@ def test_a_quick_failure_with_a_cause_the_launch_tells_names_that_cause(
     provided" and amux blamed the login; Codex's `exec` outside a repository failed on
     its trust check and amux blamed the model server. Now each names its own cause."""
     enable(hub)
+    fake(launcher, agent)
     cwd = tmp_path / "not-a-repository"
     cwd.mkdir()
     done = launcher.run(agent, "--", *args, env={"FAKE_AGENT_EXIT": "1"}, cwd=cwd)
@@ -659,7 +735,7 @@ def test_a_quick_failure_with_a_cause_the_launch_tells_names_that_cause(
     hint = done.stderr.splitlines()[-1]
     assert hint.startswith(f"amux run: {agent} failed within 5 s: "
                            f"{cause.format(cwd=cwd)}"), hint
-    if args:  # in a repository, or with the folder trusted, it is not the cause
+    if agent == "codex" and args == ("exec", "hi"):  # in a repository it is not the cause
         subprocess.run(["git", "init", "-q", str(cwd)], check=True)
         again = launcher.run(agent, "--", *args, env={"FAKE_AGENT_EXIT": "1"}, cwd=cwd)
         assert "see its own message above" in again.stderr.splitlines()[-1]
@@ -675,9 +751,20 @@ def test_an_endpoint_that_stopped_answering_is_the_cause_said(
     enable(hub)
 
     class Once(http.server.BaseHTTPRequestHandler):
+        """Answers the launch's checks (anything there; the Messages API's error), then
+        stops."""
+
         def do_GET(self) -> None:
             self.send_response(404)
             self.end_headers()
+
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
             threading.Thread(target=server.shutdown).start()
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Once)
@@ -720,6 +807,56 @@ def test_a_session_the_agent_never_kept_is_not_offered_for_resume(
     refused = launcher.run("--resume", gone)
     assert refused.returncode == 2 and "nothing to resume" in refused.stderr
     assert "resume it with" in kept.stderr
+
+
+@pytest.mark.parametrize("agent", ["gemini", "qwen"])
+def test_a_start_that_had_no_prompt_is_told_however_long_it_took(
+        hub: HubProcess, launcher: Launcher, agent: str) -> None:
+    """Qwen and Gemini read a prompt from stdin, and fail when none comes; under load they
+    took longer than the quick-exit window, and amux named nothing. An interactive start
+    with stdin /dev/null had no prompt, however long the agent took."""
+    enable(hub)
+    fake(launcher, agent)
+    done = launcher.run(agent, env={"FAKE_AGENT_EXIT": "1", "FAKE_AGENT_SECONDS": "5.5"})
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1].startswith(f"amux run: {agent} failed: ")
+    assert "stdin is not a terminal here" in done.stderr.splitlines()[-1]
+    prompted = launcher.run(agent, "--", "-p", "hi",
+                            env={"FAKE_AGENT_EXIT": "1", "FAKE_AGENT_SECONDS": "5.5"})
+    assert "ended (exit 1 after" in prompted.stderr.splitlines()[-1]  # no cause: it had one
+
+
+def test_pi_ending_at_once_with_no_prompt_is_said(hub: HubProcess, launcher: Launcher) -> None:
+    """Pi with no terminal and no prompt exits 0 with no output, and amux said nothing."""
+    enable(hub)
+    done = launcher.run("pi", env={"FAKE_AGENT_IDLE": "1"})
+    assert done.returncode == 0
+    assert done.stderr.splitlines()[-1] == (
+        "amux run: pi exited 0 without running a prompt: Pi starts its interactive UI, and "
+        'stdin is not a terminal here; run it in a terminal, or give it a prompt: `amux run '
+        'pi -- -p "…"`')
+    ran = launcher.run("pi", "--", "-p", "hi", env={"FAKE_AGENT_IDLE": "1"})
+    assert "without running a prompt" not in ran.stderr  # a prompt: not that cause
+
+
+def test_opencode_with_no_terminal_is_refused_before_it_draws_into_the_pipe(
+        hub: HubProcess, launcher: Launcher) -> None:
+    """OpenCode's UI drew into the pipe and waited for good: refused at once, naming its
+    `run` form; its `run` and a dry run are not."""
+    enable(hub)
+    fake(launcher, "opencode")
+    started = time.monotonic()
+    done = launcher.run("opencode")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "amux run: invalid_argument: OpenCode draws its interactive UI on the terminal, and "
+        "stdin and stdout are not one here: it would draw into the pipe and wait for good; "
+        'run it in a terminal, or give it a prompt: `amux run opencode -- run "…"`\n')
+    assert time.monotonic() - started < 20
+    assert not launcher.log.exists() and not launcher.sessions()  # nothing started
+    assert launcher.run("opencode", "--", "--prompt", "hi").returncode == 2  # the UI too
+    assert launcher.run("--dry-run", "opencode").returncode == 0
+    assert launcher.run("opencode", "--", "run", "hi").returncode == 0
 
 
 def test_codex_exec_in_a_folder_its_config_trusts_is_not_said_to_be_untrusted(
