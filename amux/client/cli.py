@@ -1,4 +1,4 @@
-"""`amux memory search|show|upsert|forget|export|log|diff|restore…`: the memory CLI (SPEC §3,
+"""`amux memory search|show|upsert|forget|export|import|log|diff|restore…`: the memory CLI (SPEC §3,
 Appendix A).
 
 JSON on stdout by default (compact, bounded: what agents read); `--pretty` for
@@ -69,13 +69,48 @@ def _missing(client: HubClient, path: str) -> NotFound:
                     "absent; `amux memory list` lists your documents)")
 
 
-def _export(client: HubClient, args: Any) -> bytes:
+def _export(client: HubClient, args: Any) -> Any:
     from amux.client.read import read_whole
 
+    if args.dir is not None:
+        if args.path is not None:
+            raise InvalidArgument("give PATH (one document to stdout) or --dir DIR (the "
+                                  "whole scope into a folder), not both")
+        from amux.client.transfer import export_dir
+
+        return export_dir(client, args.dir, args.prefix)
+    if args.path is None:
+        raise InvalidArgument("give PATH (one document to stdout) or --dir DIR (the whole "
+                              "scope into a folder)")
+    if args.prefix is not None:
+        raise InvalidArgument("--prefix goes with --dir DIR; PATH is one document")
     whole = read_whole(client, args.path)
     if whole is None:
         raise _missing(client, args.path)
     return whole[0].encode("utf-8")
+
+
+def _import(client: HubClient, args: Any) -> Any:
+    from amux.client.stores import Options, gather
+    from amux.client.transfer import run_import
+
+    chosen: dict[str, str] = {}
+    for pair in (args.project_id or "").split(","):
+        if not pair.strip():
+            continue
+        key, equals, value = pair.strip().partition("=")
+        if not equals or not key or not value or "/" in value or value.startswith("."):
+            raise InvalidArgument(f"--project-id {pair.strip()!r}: give KEY=ID, KEY as the "
+                                  "dry run's projects[].source, ID a folder name such as "
+                                  "github.com-org-repo")
+        chosen[key] = value
+    into = (args.into or "").strip("/")
+    options = Options(folder=args.path, into=into + "/" if into else "", project_ids=chosen)
+    if args.path is not None and args.source != "cline":
+        raise InvalidArgument("--path names Cline's repository (`import cline --path REPO`); "
+                              "a folder is given as SOURCE itself")
+    return run_import(client, gather(args.source, os.environ, options), args.apply,
+                      args.overwrite)
 
 
 def _on_hub(handler: Callable[[HubClient, Any], Any]) -> Handler:
@@ -229,8 +264,34 @@ COMMANDS: dict[str, Command] = {
         Arg("--expected-revision", "the revision you read (its first 4 or more digits do)",
             required=True),
         run=_on_hub(_forget)),
-    "export": Command("write one whole document to stdout", Arg("path", PATH_HELP),
+    "export": Command(
+        "write one whole document to stdout; with --dir, every document of your scope into a "
+        "new folder (a MEMORY.md index beside topic files, as the agents keep them)",
+        Arg("path", PATH_HELP, nargs="?"),
+        Arg("--dir", "write the whole scope into this new or empty folder (files 0600) "
+            "instead; importing it back changes nothing", metavar="DIR"),
+        Arg("--prefix", "with --dir: only documents under this folder"),
         run=_on_hub(_export)),
+    "import": Command(
+        "bring notes from an agent's own memory (claude, gemini, qwen, codex, cline) or a "
+        "folder of Markdown into your amux memory; a dry run unless --apply (docs/sync.md)",
+        Arg("source", "claude, gemini, qwen or codex (their stores in your home), cline (a "
+            "repository's memory-bank/, see --path), or the path of a folder of Markdown "
+            "(Kilo's, an amux export: ./claude for a folder named like a store)",
+            metavar="SOURCE"),
+        Arg("--apply", "write: each note one conditional write through the Hub, its source "
+            "kept in history (default: only say what would be written where)", flag=True),
+        Arg("--overwrite", "replace documents that hold other content at the same path "
+            "(default: leave them, reported as differs; history keeps the old version)",
+            flag=True),
+        Arg("--into", "put everything under this folder of your memory (default: projects/"
+            "<id>/ for a project's notes, the top level for the rest)", metavar="PREFIX"),
+        Arg("--path", "cline: the repository holding memory-bank/ (default: the current "
+            "directory)", metavar="REPO"),
+        Arg("--project-id", "the amux project id for an agent's project folder the dry run "
+            "could not map to a remote: KEY=ID[,KEY=ID...], KEY as projects[].source",
+            metavar="KEY=ID"),
+        run=_on_hub(_import)),
     "list": Command(
         "documents with size, revision and date (for people)",
         Arg("prefix", "only under this folder", nargs="?"),

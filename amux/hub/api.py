@@ -12,7 +12,9 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
 
     POST /v1/memory/search   {query, path_prefix?, limit?}
     POST /v1/memory/get      {path, start_line?, end_line?, offset?}
-    POST /v1/memory/upsert   {path, content, expected_revision}
+    POST /v1/memory/upsert   {path, content, expected_revision, source?, dry_run?}
+                             (`source`: an import's provenance, kept in history;
+                             `dry_run`: every check, no write)
     POST /v1/memory/forget   {path, expected_revision}
     POST /v1/memory/list     {path_prefix?, limit?, changed?}  -> {documents: [{path,
                              bytes, revision, modified_at, changed?: {at, operation,
@@ -269,8 +271,15 @@ class HubApi:
                               body.get("end_line") or 0, body.get("offset"))
 
     def _upsert(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
+        """An upsert; `source` (an import's provenance) goes into history with the
+        change, `dry_run` checks everything and writes nothing (docs/wire.md)."""
+        source = check_source(body.get("source"))
+        dry_run = body.get("dry_run", False)
+        if not isinstance(dry_run, bool):
+            raise InvalidArgument(f"dry_run must be true or false, got {shown(dry_run)}")
         return self.store.upsert(scope, body["path"], _text(body["content"]),
-                                 body["expected_revision"], author)
+                                 body["expected_revision"], author._replace(source=source),
+                                 dry_run=dry_run)
 
     def _forget(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
         return self.store.forget(scope, body["path"], body["expected_revision"], author)
@@ -515,13 +524,29 @@ class HubApi:
         return resolve_scope(Identity(name), isolation=self.config.isolation_enabled)
 
 
+SOURCE_MAX_CHARS = 512
+"""The longest `source` an upsert may give (a store's name and a file's path)."""
+
+
+def check_source(value: object) -> str | None:
+    """An upsert's `source` (or None): printable text of 1-512 characters, one line, as it
+    becomes a trailer of the history commit (no control character can forge another)."""
+    if value is None:
+        return None
+    if (not isinstance(value, str) or not 0 < len(value) <= SOURCE_MAX_CHARS
+            or not value.isprintable()):
+        raise InvalidArgument(f"source must be 1-{SOURCE_MAX_CHARS} printable characters on "
+                              f"one line, got {shown(value)}")
+    return value
+
+
 MEMORY_OPERATIONS: dict[str, MemoryOperation] = {
     "search": MemoryOperation(frozenset({"query"}), frozenset({"path_prefix", "limit"}),
                               HubApi._search),
     "get": MemoryOperation(frozenset({"path"}), frozenset({"start_line", "end_line", "offset"}),
                            HubApi._get),
-    "upsert": MemoryOperation(frozenset({"path", "content", "expected_revision"}), frozenset(),
-                              HubApi._upsert),
+    "upsert": MemoryOperation(frozenset({"path", "content", "expected_revision"}),
+                              frozenset({"source", "dry_run"}), HubApi._upsert),
     "forget": MemoryOperation(frozenset({"path", "expected_revision"}), frozenset(),
                               HubApi._forget),
     "list": MemoryOperation(frozenset(), frozenset({"path_prefix", "limit", "changed"}),

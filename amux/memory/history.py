@@ -105,6 +105,7 @@ class Logged(NamedTuple):
     principal: str | None
     agent: str | None
     session: str | None
+    source: str | None = None
 
     @classmethod
     def of(cls, commit: pygit2.Commit) -> Logged:
@@ -116,14 +117,18 @@ class Logged(NamedTuple):
         return cls(commit, float(facts.get("time", commit_time)),
                    facts.get("path", ""), facts.get("operation", ""),
                    facts.get("revision", ""), int(facts.get("size", "0")),
-                   facts.get("principal"), facts.get("agent"), facts.get("session"))
+                   facts.get("principal"), facts.get("agent"), facts.get("session"),
+                   facts.get("source"))
 
     def to_wire(self) -> dict[str, Any]:
         from amux.memory.read import rfc3339
 
-        return {"at": rfc3339(self.at), "path": self.path, "operation": self.operation,
+        wire = {"at": rfc3339(self.at), "path": self.path, "operation": self.operation,
                 "revision": self.revision, "bytes": self.size, "principal": self.principal,
                 "agent": self.agent, "session": self.session, "commit": self.commit}
+        if self.source is not None:  # only an imported change has one (docs/wire.md)
+            wire["source"] = self.source
+        return wire
 
 
 class _Queued(NamedTuple):
@@ -432,7 +437,8 @@ def _message(change: Change) -> str:
                  change.revision or revision_of(change.data)),
              "Size": "0" if change.data is None else str(len(change.data)),
              "Time": f"{change.at:.3f}", "Principal": change.author.principal,
-             "Agent": change.author.agent, "Session": change.author.session}
+             "Agent": change.author.agent, "Session": change.author.session,
+             "Source": change.author.source}
     trailers = "".join(f"{TRAILER}{key}: {value}\n" for key, value in facts.items()
                        if value is not None)
     return f"{change.operation} {change.path}\n\n{trailers}"

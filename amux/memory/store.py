@@ -214,7 +214,7 @@ class Store:
             change = newest.get(document["path"])
             document["changed"] = None if change is None or \
                 change["revision"] != document["revision"] else {
-                    key: change[key] for key in CHANGED_FIELDS}
+                    key: change[key] for key in (*CHANGED_FIELDS, "source") if key in change}
         return listing
 
     def doctor(self, scope: Scope) -> dict[str, Any]:
@@ -340,17 +340,21 @@ class Store:
 
     def upsert(
         self, scope: Scope, path: str, content: str | bytes, expected_revision: object,
-        author: Author = NOBODY, operation: str | None = None,
+        author: Author = NOBODY, operation: str | None = None, dry_run: bool = False,
     ) -> dict[str, Any]:
         """Create (`expected_revision="absent"`) or replace a whole document, durably;
-        with history, recorded as `operation` (default: create or update) by `author`."""
+        with history, recorded as `operation` (default: create or update) by `author`.
+        `dry_run`: every check of the write (path, revision, quotas, the secret guard) and
+        nothing written (what `amux memory import` asks before `--apply`)."""
         logical = validate_path(path)
         expected = check_expected(expected_revision)
         data = _utf8(content, logical)
         quota.check_document(logical, data)
         key = (scope.binding, logical.text)
-        base = self._recent.clean(key)
+        base = None if dry_run else self._recent.clean(key)
         findings = self._check_secrets(scope, data, base)
+        if dry_run:
+            return self._dry_upsert(scope, logical, expected, data)
         with self._write_lock(scope), self._scope_dir(scope, create=True) as scope_fd:
             assert scope_fd is not None
             with ExitStack() as stack:
@@ -380,6 +384,22 @@ class Store:
             usage.bytes += len(data) - (0 if old is None else len(old))
             usage.documents += old is None
         return {"path": logical.text, "revision": revision, "created": old is None}
+
+    def _dry_upsert(self, scope: Scope, logical: LogicalPath, expected: str,
+                    data: bytes) -> dict[str, Any]:
+        """The checks of an upsert under the scope's lock, and no write (nor folder)."""
+        with self._write_lock(scope), self._scope_dir(scope, create=False) as scope_fd:
+            old = None
+            usage = ScopeUsage(0, 0)
+            if scope_fd is not None:
+                with fs.opened(_existing_parent(scope_fd, logical)) as parent:
+                    current = _read(parent, logical)
+                    old = current[0] if current is not None else None
+                usage = self._scope_usage(scope, scope_fd)
+            self._check_revision(scope, logical, expected, old)
+            quota.check_scope(usage, None if old is None else len(old), len(data))
+        return {"path": logical.text, "revision": revision_of(data), "created": old is None,
+                "dry_run": True}
 
     def forget(self, scope: Scope, path: str, expected_revision: object,
                author: Author = NOBODY) -> dict[str, Any]:

@@ -32,6 +32,9 @@ class Author(NamedTuple):
     principal: str | None
     agent: str | None = None
     session: str | None = None
+    source: str | None = None
+    """Where the content came from when it was imported (`amux memory import`: "import
+    claude /home/u/.claude/projects/-home-u-shop/memory/x.md"); None for any other write."""
 
 
 NOBODY = Author(None)
