@@ -289,8 +289,8 @@ COMMANDS: dict[str, Command] = {
         Arg("--path", "cline: the repository holding memory-bank/ (default: the current "
             "directory)", metavar="REPO"),
         Arg("--project-id", "the amux project id for an agent's project folder the dry run "
-            "could not map to a remote: KEY=ID[,KEY=ID...], KEY as projects[].source",
-            metavar="KEY=ID"),
+            "could not map to a remote: --project-id=KEY=ID[,KEY=ID...] (with '=': KEY, "
+            "the dry run's projects[].source, often starts with '-')", metavar="KEY=ID"),
         run=_on_hub(_import)),
     "list": Command(
         "documents with size, revision and date (for people)",

@@ -270,18 +270,18 @@ def project(key: str, path: str | None, env: Mapping[str, str],
     """The amux project id of an agent's project folder `key` whose directory is `path`
     (None: not found on this machine); `recorded` says how the agent named it."""
     if key in chosen:
-        return Project(key, path, chosen[key], f"--project-id {key}={chosen[key]}")
+        return Project(key, path, chosen[key], f"--project-id={key}={chosen[key]}")
     url = git_remote(path, env) if path is not None else None
     if url is not None and remote_id(url):
         return Project(key, path, remote_id(url), f"the repository's remote {url}")
     fallback = _slug(key)
     if path is None:
         why = (f"{recorded} names no directory on this machine, so no remote can be read: "
-               f"named after it; give --project-id {key}=ID for the repository's id "
+               f"named after it; give --project-id={key}=ID for the repository's id "
                "(github.com-org-repo)")
     else:
         why = (f"{path} has no git remote: named after {recorded}, a local name; give "
-               f"--project-id {key}=ID to choose a stable one")
+               f"--project-id={key}=ID to choose a stable one")
     return Project(key, path, fallback, why)
 
 

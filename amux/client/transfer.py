@@ -71,7 +71,7 @@ def provenance(store: str, source: str) -> str:
 
 
 def _refusal(error: AmuxError) -> dict[str, Any]:
-    return error.to_wire()["error"]
+    return {"code": error.code, "message": error.message, **error.details}
 
 
 def _stops(error: AmuxError) -> bool:
@@ -122,7 +122,8 @@ def run_import(client: HubClient, gathered: Gathered, apply: bool,
                     for skipped in gathered.skipped],
     }
     stopped: AmuxError | None = None
-    for entry, note in zip(notes, gathered.notes):
+    for index, entry in enumerate(notes):
+        note = gathered.notes[index]
         if entry["action"] not in ("create", "overwrite"):
             continue
         if stopped is not None:
@@ -144,10 +145,9 @@ def run_import(client: HubClient, gathered: Gathered, apply: bool,
         try:
             client.call("/v1/memory/upsert", body)
         except AmuxError as error:
-            if error.code in ("hub_unreachable", "hub_busy", "memory_disabled",
-                              "unauthenticated", "forbidden", "binding_mismatch"):
-                if not apply:
-                    raise
+            if not apply and error.code in ("hub_unreachable", "hub_busy", "memory_disabled",
+                                            "unauthenticated", "forbidden", "binding_mismatch"):
+                raise
             entry["error"] = _refusal(error)
             if apply and _stops(error):
                 entry["action"] = "not_written"
