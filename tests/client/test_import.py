@@ -3,10 +3,16 @@ stores laid out as each agent writes them (tests/client/agentstores.py)."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
+import tempfile
 from pathlib import Path
 from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.client.agentstores import (
     claude_store,
@@ -20,6 +26,7 @@ from tests.client.agentstores import (
 )
 from tests.hubproc import HubProcess, amux
 
+CASES = itertools.count()
 SECRET = "deploy with AKIAIOSFODNN7EXAMPLF\n"
 
 
@@ -64,22 +71,23 @@ def test_claude_store_dry_run_apply_twice_refuses_secrets_leaves_source(
                              f"{prefix}project_deadline.md": "create",
                              f"{prefix}reference_aws.md": "refused"}
     refused = next(note for note in dry["notes"] if note["action"] == "refused")
-    assert refused["error"]["code"] == "secret_detected" and "AKIAIOSFODNN7EXAMPLF" not in str(refused)
+    assert refused["error"]["code"] == "secret_detected"
+    assert "AKIAIOSFODNN7EXAMPLF" not in str(refused)  # never the secret
 
     _, applied = _import(memory_hub, "claude", "--apply")
     assert applied["summary"] == {"created": 3, "refused": 1, "skipped": 0}
     documents = _documents(memory_hub)
     assert sorted(documents) == [f"{prefix}MEMORY.md", f"{prefix}feedback_pytest.md",
                                  f"{prefix}project_deadline.md"]
-    code, shown, _ = amux(memory_hub.home, "memory", "show", f"{prefix}feedback_pytest.md")
+    _, shown, _ = amux(memory_hub.home, "memory", "show", f"{prefix}feedback_pytest.md")
     assert shown["content"] == (memory / "feedback_pytest.md").read_text()  # kept as it is
-    code, log, _ = amux(memory_hub.home, "memory", "log", f"{prefix}feedback_pytest.md")
+    _, log, _ = amux(memory_hub.home, "memory", "log", f"{prefix}feedback_pytest.md")
     assert log["changes"][0]["source"] == f"import claude {memory}/feedback_pytest.md"
 
     _, again = _import(memory_hub, "claude", "--apply")
     assert again["summary"] == {"same": 3, "refused": 1, "skipped": 0}
     assert _documents(memory_hub) == documents
-    code, log_after, _ = amux(memory_hub.home, "memory", "log")
+    _code, log_after, _ = amux(memory_hub.home, "memory", "log")
     assert len(log_after["changes"]) == 3  # the second run wrote nothing
     assert snapshot(home / ".claude") == before  # the source is never changed
 
@@ -100,7 +108,7 @@ def test_differs_is_left_unless_overwrite(memory_hub: HubProcess, tmp_path: Path
     assert kept["summary"] == {"differs": 1, "duplicate": 1, "skipped": 0}
     _, replaced = _import(memory_hub, str(folder), "--apply", "--overwrite")
     assert _actions(replaced) == {"a.md": "replaced", "b.md": "duplicate"}
-    code, shown, _ = amux(memory_hub.home, "memory", "show", "a.md")
+    _code, shown, _ = amux(memory_hub.home, "memory", "show", "a.md")
     assert shown["content"] == "from the folder\n"
 
 
@@ -142,11 +150,11 @@ def test_gemini_store_and_its_added_memories(memory_hub: HubProcess, tmp_path: P
                                  "user/gemini-added-memories.md": "created"}
     assert applied["projects"][0]["path"] == str(repo)
     assert [skip["source"] for skip in applied["skipped"]] == [str(memory / ".inbox")]
-    code, build, _ = amux(memory_hub.home, "memory", "show", f"{prefix}build.md")
+    _, build, _ = amux(memory_hub.home, "memory", "show", f"{prefix}build.md")
     assert build["content"].startswith(
         '---\nname: build\ndescription: "Build"\nmetadata:\n  type: project\n  updated: ')
     assert build["content"].endswith("---\n# Build\n\nRun `make all`.\n")
-    code, added, _ = amux(memory_hub.home, "memory", "show", "user/gemini-added-memories.md")
+    _code, added, _ = amux(memory_hub.home, "memory", "show", "user/gemini-added-memories.md")
     assert added["content"].endswith(
         "---\n- My favourite colour is teal.\n- I live in Lisbon.\n")
     assert "Be brief" not in added["content"]  # only the section the tool wrote
@@ -165,7 +173,7 @@ def test_codex_and_cline(memory_hub: HubProcess, tmp_path: Path) -> None:
         str(memories / "rollout_summaries" / "2026-12-01-cart.md")]
     repo = git_repo(tmp_path / "shop", "ssh://git@git.example.com:2222/team/shop.git")
     cline_bank(repo)
-    code, out, err = amux(memory_hub.home, "memory", "import", "cline")
+    code, out, _err = amux(memory_hub.home, "memory", "import", "cline")
     assert code == 2 and "--path REPO" in out["error"]["message"]
     _, cline = _import(memory_hub, "cline", "--path", str(repo), "--apply")
     assert sorted(_actions(cline)) == [
@@ -206,7 +214,7 @@ def test_a_refused_note_and_a_quota_hit_mid_import(memory_hub: HubProcess,
     assert dry["summary"] == {"refused": 7, "create": 1024, "skipped": 0}
     big = next(note for note in dry["notes"] if note["path"] == "big.md")
     assert big["error"]["quota"] == "document_bytes"
-    code, out, err = amux(memory_hub.home, "memory", "import", str(folder), "--apply")
+    code, out, _err = amux(memory_hub.home, "memory", "import", str(folder), "--apply")
     assert code == 6 and out["error"]["quota"] == "scope_documents"
     report = out["error"]["import"]
     assert report["summary"] == {"refused": 1, "created": 1024, "not_written": 1,
@@ -217,7 +225,7 @@ def test_a_refused_note_and_a_quota_hit_mid_import(memory_hub: HubProcess,
 
 
 def test_usage_errors_name_the_fix(memory_hub: HubProcess, tmp_path: Path) -> None:
-    code, out, err = amux(memory_hub.home, "memory", "import", str(tmp_path / "nowhere"))
+    code, out, _err = amux(memory_hub.home, "memory", "import", str(tmp_path / "nowhere"))
     assert code == 2 and "neither a folder nor a store amux knows" in out["error"]["message"]
     code, out, _ = amux(memory_hub.home, "memory", "import", "claude", "--project-id", "x")
     assert code == 2 and "KEY=ID" in out["error"]["message"]
@@ -225,3 +233,42 @@ def test_usage_errors_name_the_fix(memory_hub: HubProcess, tmp_path: Path) -> No
     assert code == 2 and "--dir DIR" in out["error"]["message"]
     code, out, _ = amux(memory_hub.home, "memory", "import", "claude")  # nothing there
     assert code == 0 and out["notes"] == [] and out["summary"] == {"skipped": 0}
+
+
+SEGMENT = st.text("abcdefghij0123456789_-", min_size=1, max_size=8)
+TEXT = st.text(st.sampled_from("abc xyz\n#-:*记忆é\t"), max_size=300)
+
+
+@settings(max_examples=15, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.dictionaries(st.lists(SEGMENT, min_size=1, max_size=3).map("/".join), TEXT,
+                       min_size=1, max_size=8))
+def test_import_twice_and_export_import_are_fixed_points(
+        memory_hub: HubProcess, monkeypatch: pytest.MonkeyPatch, files: dict[str, str]) -> None:
+    from amux.client.stores import Options, gather
+    from amux.client.transfer import export_dir, run_import
+    from amux.client.transport import hub_client
+
+    paths = {f"{path}.md" for path in files}
+    if any(other.startswith(path[:-3] + "/") for path in paths for other in paths):
+        return  # a file and a folder of the same name cannot both exist
+    monkeypatch.setenv("AMUX_HOME", str(memory_hub.home))
+    with tempfile.TemporaryDirectory() as temp, hub_client() as client:
+        folder = Path(temp) / "in"
+        for path, text in files.items():
+            (folder / f"{path}.md").parent.mkdir(parents=True, exist_ok=True)
+            (folder / f"{path}.md").write_text(text)
+        into = f"case{next(CASES)}/"
+        options = Options(into=into)
+        first = run_import(client, gather(str(folder), os.environ, options), True, False)
+        assert {note["action"] for note in first["notes"]} <= {"created", "duplicate"}
+        again = run_import(client, gather(str(folder), os.environ, options), True, False)
+        assert {note["action"] for note in again["notes"]} <= {"same", "duplicate"}
+        exported = export_dir(client, str(Path(temp) / "out"), into)
+        back = run_import(client, gather(exported["dir"], os.environ, Options()), True, False)
+        assert {note["action"] for note in back["notes"]} <= {"same"}
+        assert sorted(exported["paths"]) == sorted(
+            note["path"] for note in first["notes"] if note["action"] == "created")
+        for path in exported["paths"]:  # byte for byte what was imported
+            assert (Path(temp) / "out" / path).read_text() == \
+                (folder / path.removeprefix(into)).read_text()

@@ -1,0 +1,66 @@
+"""The agents' store layouts and the pieces of an import, without a Hub
+(`amux.client.stores`, `amux.client.transfer`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from amux.client.stores import (
+    find_sanitized,
+    gemini_added,
+    has_front_matter,
+    remote_id,
+    sanitized,
+    with_front_matter,
+)
+from amux.client.transfer import SOURCE_MAX_CHARS, provenance
+from amux.memory.frontmatter import front_matter
+
+
+@pytest.mark.parametrize(("url", "stable"), [
+    ("git@github.com:acme/shop.git", "github.com-acme-shop"),
+    ("https://github.com/acme/shop", "github.com-acme-shop"),
+    ("https://user@github.com/acme/shop.git/", "github.com-acme-shop"),
+    ("ssh://git@git.example.com:2222/team/shop.git", "git.example.com-2222-team-shop"),
+])
+def test_remote_id_is_the_guides(url: str, stable: str) -> None:
+    assert remote_id(url) == stable
+
+
+def test_an_encoded_path_is_found_again(tmp_path: Path) -> None:
+    repo = tmp_path / "my_repo.v2" / "sub dir"
+    repo.mkdir(parents=True)
+    (tmp_path / "my-repo-v2").mkdir()  # encodes the same prefix: the search goes on
+    assert sanitized(str(repo)).startswith("-")
+    assert find_sanitized(sanitized(str(repo))) == str(repo)
+    assert find_sanitized(sanitized(str(tmp_path / "gone"))) is None
+    assert find_sanitized("no-leading-dash") is None
+
+
+def test_gemini_added_memories_is_only_that_section() -> None:
+    text = "# Rules\n\nBe brief.\n\n## Gemini Added Memories\n- a\n- b\n\n## Later\nno\n"
+    assert gemini_added(text) == "- a\n- b\n"
+    assert gemini_added("# nothing here\n") is None
+    assert gemini_added("## Gemini Added Memories\n\n") is None
+
+
+def test_front_matter_is_added_only_where_missing() -> None:
+    kept = "---\nname: x\ndescription: y\n---\nbody\n"
+    assert with_front_matter(kept, "n", "project", 0) == kept
+    added = with_front_matter('# "Quoted" title\nbody\n', "n", "project", 86400 * 365)
+    fields, body_line = front_matter(added)
+    assert fields is not None and fields["name"] == "n" and has_front_matter(added)
+    assert fields["description"] == '\\"Quoted\\" title'  # JSON escapes, valid YAML
+    assert "  updated: 1971-01-01\n" in added
+    assert added.split("\n")[body_line:] == ['# "Quoted" title', "body", ""]
+
+
+@given(st.text(max_size=2000))
+def test_provenance_is_one_printable_bounded_line(path: str) -> None:
+    said = provenance("claude", path)
+    assert said.isprintable() and len(said) <= SOURCE_MAX_CHARS
+    assert said.startswith("import claude ")
