@@ -189,7 +189,8 @@ def _predicted_quota(documents: int, total: int, old_size: int,
 def export_dir(client: HubClient, directory: str, prefix: str | None) -> dict[str, Any]:
     """Write every document of the scope (under `prefix`) into the new or empty folder
     `directory`: its bytes as the Hub holds them, at its path (folders 0700, files 0600:
-    memory is private). Each document is one version of it (`read_whole`)."""
+    memory is private). Each document is one version of it (`read_whole`); each file is
+    whole or absent (temp and rename), not fsynced (a copy to read, as `cp` makes one)."""
     target = os.path.abspath(directory)
     if os.path.lexists(target) and (not os.path.isdir(target) or os.listdir(target)):
         raise InvalidArgument(f"{directory} exists and is not an empty folder: export into a "
@@ -223,10 +224,8 @@ def _write_private(root: str, path: str, data: bytes) -> None:
     temp = final + ".amux-export-tmp"
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
-        with os.fdopen(fd, "wb") as handle:
+        with os.fdopen(fd, "wb") as handle:  # no fsync: a copy to read, not the store
             handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
         os.replace(temp, final)
     except BaseException:
         if os.path.lexists(temp):
