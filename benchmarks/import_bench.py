@@ -36,8 +36,9 @@ from benchmarks.hub_bench import amux_command, hub_process
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
            "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
            "GIT_CONFIG_NOSYSTEM": "1"}
-WORDS = ("deploy cache retry index checkout token-free build release staging schema "
-         "migration review lint format queue worker timeout budget page search").split()
+WORDS = ("deploy", "cache", "retry", "index", "checkout", "token-free", "build", "release",
+         "staging", "schema", "migration", "review", "lint", "format", "queue", "worker",
+         "timeout", "budget", "page", "search")
 
 
 def make_store(home: Path, notes: int, seed: int = 7) -> tuple[Path, Path]:

@@ -131,6 +131,21 @@ def test_the_write_parts_bench_runs(tmp_path: Path) -> None:
     assert "| bare |" in done.stdout
 
 
+def test_the_import_bench_runs(tmp_path: Path) -> None:
+    """`python -m benchmarks.import_bench`, small: every row measured, against git."""
+    report = tmp_path / "import.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.import_bench", "--notes", "20", "--rounds", "1",
+         "--json", str(report), "--markdown"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(report.read_text())
+    assert set(data["ms"]) == {"dry_run", "apply", "apply_again", "export", "git_commit",
+                               "git_push", "git_pull"}
+    assert "| floor: `git add -A && git commit` |" in done.stdout
+
+
 def test_the_scale_bench_runs(tmp_path: Path) -> None:
     """`python -m benchmarks.scale`, small: real MCP sessions, raw clients (over TLS too)
     and both listeners at their cap, with the search process measured beside the Hub."""

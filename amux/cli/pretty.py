@@ -50,6 +50,13 @@ def render(value: Any) -> None:
         if value["truncated"] or value["incomplete"]:
             console.print("more findings than shown, or only part of the scope was checked: "
                           "see --json", style="dim")
+    elif isinstance(value, dict) and "notes" in value and "summary" in value:  # import
+        _import_report(console, value)
+    elif isinstance(value, dict) and "paths" in value and "dir" in value:  # export --dir
+        console.print(f"{value['documents']} documents, {value['bytes']:,} bytes written to "
+                      f"{value['dir']}")
+        if value["truncated"]:
+            console.print("more documents exist: export the rest by --prefix", style="dim")
     elif isinstance(value, dict) and "documents" in value:
         console.print(table(console, (Col("path", CUT), Col("bytes"), Col("revision"),
                                       Col("modified", optional=2),
@@ -127,3 +134,41 @@ def _short_binding(binding: str | None) -> str:
         return "none"
     kind, colon, digest = binding.partition(":")
     return f"{kind}:{digest[:12]}…" if colon and len(digest) > 12 else binding
+
+
+def _import_report(console: Any, value: Any) -> None:
+    """`amux memory import --pretty`: each project's id and why, a row per note (what
+    happens to it, where, from which file, and why not), what was skipped, the counts."""
+    import os
+
+    from amux.cli.fit import CUT, WRAP, Col, table
+
+    for project in value["projects"]:
+        console.print(f"project {project['source']} -> projects/{project['id']}/: "
+                      f"{project['why']}")
+    root = value["root"]
+
+    def why(note: dict[str, Any]) -> str:
+        error = note.get("error")
+        if error is not None and error["code"] == "secret_detected":
+            return f"secret_detected (line {error['line']}, {error['rule']}): never stored"
+        if error is not None:
+            return f"{error['code']}: {error['message'].split('; ')[0].split(': ')[0]}"
+        if "duplicate_of" in note:
+            return f"already at {note['duplicate_of']}"
+        if note["action"] == "differs":
+            return "amux holds other content there (--overwrite replaces it)"
+        return ""
+
+    if value["notes"]:
+        console.print(table(console, (Col("action"), Col("path", CUT),
+                                      Col("from", CUT, optional=2),
+                                      Col("why", WRAP, optional=1)), (
+            (note["action"], note["path"], os.path.relpath(note["source"], root)
+             if note["source"].startswith(root) else note["source"], why(note))
+            for note in value["notes"])))
+    for skipped in value["skipped"]:
+        console.print(f"skipped {skipped['source']}: {skipped['reason']}", style="dim")
+    counts = ", ".join(f"{count} {action}" for action, count in value["summary"].items())
+    verb = "written" if value["applied"] else "a dry run: nothing written (--apply writes)"
+    console.print(f"{value['source']} ({root}): {counts or 'nothing'}; {verb}")

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -96,3 +97,19 @@ def test_list_at_80_and_60_columns_tells_every_path_apart(
         assert cut and len(start) >= 4 and end.endswith("/decisions.md"), cell
         assert [path for path in paths if path.startswith(start) and path.endswith(end)] == [
             paths[cells.index(cell)]]
+
+
+def test_import_and_export_for_people(memory_hub: HubProcess, tmp_path: Path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "a.md").write_text("a note\n")
+    (folder / "key.md").write_text("deploy with AKIAIOSFODNN7EXAMPLF\n")
+    env = {"COLUMNS": "120"}
+    code, shown, _ = amux(memory_hub.home, "memory", "import", str(folder), "--pretty", env=env)
+    assert code == 0 and "create" in shown and "a.md" in shown
+    assert "secret_detected (line 1, aws-access-key-id): never stored" in shown
+    assert "AKIAIOSFODNN7EXAMPLF" not in shown
+    assert "1 create, 1 refused, 0 skipped; a dry" in " ".join(shown.split())
+    code, exported, _ = amux(memory_hub.home, "memory", "export", "--dir",
+                             str(tmp_path / "out"), "--pretty", env=env)
+    assert code == 0 and f"0 documents, 0 bytes written to {tmp_path / 'out'}" in exported
