@@ -4,7 +4,8 @@ The materializer copies this one file into an isolated run, where another user's
 `python3` (3.9 or newer) runs it without access to the amux installation:
 `python3 amux-client.pyz memory search TERM…` behaves like `amux memory …`.
 It contains `amux/__init__.py`, the base it needs (`amux/encoding.py`, `amux/errors.py`,
-`amux/faults.py`), `amux/client/*.py` and a `__main__.py`, nothing else.
+`amux/faults.py`, `amux/typing_light.py`), `amux/client/*.py` and a `__main__.py`, nothing
+else.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import shutil
 import zipfile
 from pathlib import Path
 
-BASE = ("__init__.py", "encoding.py", "errors.py", "faults.py")
+BASE = ("__init__.py", "encoding.py", "errors.py", "faults.py", "typing_light.py")
 """What the client imports from outside `amux/client/` (standard library only)."""
 
 _MAIN = '''\

@@ -40,6 +40,14 @@ def test_bundle_alone_talks_to_the_hub(memory_hub: HubProcess, tmp_path: Path) -
     assert json.loads(shown.stdout)["content"] == "alone\n"
     assert run("memory", "search", "alone").returncode == 0
     assert run("nope").returncode == 2
+    (alone / "notes").mkdir()
+    (alone / "notes" / "b.md").write_text("from a folder\n")
+    imported = run("memory", "import", "notes", "--apply")  # the typed records come along
+    assert json.loads(imported.stdout)["summary"] == {"created": 1, "skipped": 0}, imported.stderr
+    assert run("memory", "export", "--dir", "out").returncode == 0
+    assert (alone / "out" / "b.md").read_text() == "from a folder\n"
+    shutil.rmtree(alone / "notes")
+    shutil.rmtree(alone / "out")
     assert os.access(bundle, os.X_OK)
     assert sorted(os.listdir(alone)) == ["amux"]
 
