@@ -124,7 +124,16 @@ def _walk(root: str, skipped: list[Skipped]) -> Iterator[tuple[str, str]]:
                                       "not a memory store; name the folder that holds the notes")
             full = os.path.join(folder, name)
             rel = f"{relative}{name}"
-            info = os.lstat(full)
+            try:
+                name.encode("utf-8")
+                info = os.lstat(full)
+            except UnicodeEncodeError:
+                skipped.append(Skipped(full.encode("utf-8", "surrogateescape").decode(
+                    "utf-8", "replace"), "a name that is not UTF-8 (an amux path is)"))
+                continue
+            except OSError as error:  # gone since the listing
+                skipped.append(Skipped(full, f"cannot be read: {error.strerror}"))
+                continue
             if stat.S_ISLNK(info.st_mode):
                 skipped.append(Skipped(full, "a symbolic link (not followed)"))
             elif name.startswith("."):

@@ -64,3 +64,25 @@ def test_provenance_is_one_printable_bounded_line(path: str) -> None:
     said = provenance("claude", path)
     assert said.isprintable() and len(said) <= SOURCE_MAX_CHARS
     assert said.startswith("import claude ")
+
+
+def test_a_folder_walk_says_what_it_leaves_out(tmp_path: Path) -> None:
+    from amux.client.stores import Options, gather
+
+    (tmp_path / "a.md").write_text("a\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.md").write_text("b\n")
+    (tmp_path / ".hidden").mkdir()
+    (tmp_path / "link.md").symlink_to(tmp_path / "a.md")
+    (tmp_path / "latin1.md").write_bytes(b"caf\xe9\n")
+    (tmp_path / "notes.txt").write_text("not markdown\n")
+    (tmp_path / b"bad\xff.md".decode("utf-8", "surrogateescape")).write_text("x\n")
+    found = gather(str(tmp_path), {}, Options(into="in/"))
+    assert [(note.path, note.content) for note in found.notes] == [
+        ("in/a.md", "a\n"), ("in/sub/b.md", "b\n")]
+    reasons = {Path(skip.source).name: skip.reason for skip in found.skipped}
+    assert reasons["link.md"] == "a symbolic link (not followed)"
+    assert reasons[".hidden"].startswith("a hidden entry")
+    assert reasons["latin1.md"] == "not UTF-8 at byte 3"
+    assert reasons["bad\ufffd.md"] == "a name that is not UTF-8 (an amux path is)"
+    assert "notes.txt" not in reasons
