@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from amux.client.stores import (
+    Gathered,
+    Note,
     find_sanitized,
     gemini_added,
     has_front_matter,
@@ -86,3 +89,57 @@ def test_a_folder_walk_says_what_it_leaves_out(tmp_path: Path) -> None:
     assert reasons["latin1.md"] == "not UTF-8 at byte 3"
     assert reasons["bad\ufffd.md"] == "a name that is not UTF-8 (an amux path is)"
     assert "notes.txt" not in reasons
+
+
+class FlakyHub:
+    """A Hub's answers for `run_import` (client logic alone): documents in a dict; after
+    `fail_after` writes, every upsert fails with `error`; `racing` is written by someone
+    else just before the import's write of it."""
+
+    def __init__(self, fail_after: int, error: str, racing: str | None = None) -> None:
+        self.documents: dict[str, str] = {}
+        self.fail_after = fail_after
+        self.error = error
+        self.racing = racing
+
+    def call(self, path: str, body: dict[str, Any]) -> Any:
+        from amux.client.transfer import revision
+        from amux.errors import from_wire
+
+        if path == "/v1/memory/list":
+            return {"documents": [{"path": key, "revision": revision(text.encode()),
+                                   "bytes": len(text.encode())}
+                                  for key, text in sorted(self.documents.items())],
+                    "truncated": False}
+        assert path == "/v1/memory/upsert" and "dry_run" not in body
+        if body["path"] == self.racing:
+            self.documents[body["path"]] = "written meanwhile\n"
+        if body["path"] in self.documents and body["expected_revision"] == "absent":
+            raise from_wire("revision_conflict", "changed", {"current_revision": "x"})
+        if len(self.documents) >= self.fail_after:
+            raise from_wire(self.error, "the disk is full", {"errno": "ENOSPC"})
+        self.documents[body["path"]] = body["content"]
+        return {"path": body["path"], "revision": "r", "created": True}
+
+
+def _notes(count: int) -> Gathered:
+    return Gathered("folder", "/src", [Note(f"/src/n{n}.md", f"n{n}.md", f"note {n}\n")
+                                       for n in range(count)], [], [])
+
+
+def test_a_fault_mid_import_reports_what_was_written() -> None:
+    from amux.client.transfer import run_import
+    from amux.errors import AmuxError
+
+    hub = FlakyHub(fail_after=3, error="storage_unavailable", racing="n1.md")
+    with pytest.raises(AmuxError) as raised:
+        run_import(hub, _notes(6), apply=True, overwrite=False)  # type: ignore[arg-type]
+    assert raised.value.code == "storage_unavailable" and raised.value.exit_code == 8
+    report = raised.value.details["import"]
+    actions = {note["path"]: note["action"] for note in report["notes"]}
+    assert actions == {"n0.md": "created", "n1.md": "refused", "n2.md": "created",
+                       "n3.md": "not_written", "n4.md": "not_attempted",
+                       "n5.md": "not_attempted"}
+    assert report["notes"][1]["error"]["code"] == "revision_conflict"  # went on after it
+    assert {path for path, action in actions.items() if action == "created"} == \
+        set(hub.documents) - {"n1.md"}  # what it says was written is what was written
