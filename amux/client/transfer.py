@@ -5,10 +5,11 @@ Import compares every note with what the scope holds (one `list`, then the revis
 the SHA-256 of the bytes, so "the same" means byte for byte), and decides one action per
 note: `create`, `overwrite` (only with `--overwrite`), or nothing: `same` (amux holds it
 already), `duplicate` (amux, or this import, holds the same bytes at another path),
-`differs` (amux holds other content there). A dry run asks the Hub to check each write
-(`dry_run`: the secret guard, quotas, paths) and writes nothing; `--apply` writes each
-note as one conditional upsert carrying its `source`, which history keeps. Running it
-twice writes nothing the second time: every note is then `same`.
+`differs` (amux, or an earlier file of this import, holds other content there). A dry
+run asks the Hub to check each write (`dry_run`: the secret guard, quotas, paths) and
+writes nothing; `--apply` writes each note as one conditional upsert carrying its
+`source`, which history keeps. Running it twice writes nothing the second time: every
+note is then `same`.
 
 Export writes each document's bytes as the Hub holds them into a new folder, in the
 shape the agents share (a `MEMORY.md` index beside topic files with front matter), so
@@ -91,6 +92,7 @@ def run_import(client: HubClient, gathered: Gathered, apply: bool,
     size = sum(bytes_ for _rev, bytes_ in existing.values())
     notes: list[dict[str, Any]] = []
     planned: dict[str, str] = {}
+    sources: dict[str, str] = {}
     for note in gathered.notes:
         data = note.content.encode("utf-8")
         rev = revision(data)
@@ -105,6 +107,9 @@ def run_import(client: HubClient, gathered: Gathered, apply: bool,
         elif rev in planned or (rev in holder and holder[rev] != note.path):
             entry["action"] = "duplicate"
             entry["duplicate_of"] = planned.get(rev) or holder[rev]
+        elif note.path in sources:  # two source files for one path (two checkouts of a repo)
+            entry["action"] = "differs"
+            entry["same_path_as"] = sources[note.path]
         elif current is not None and not overwrite:
             entry["action"] = "differs"
             entry["current_revision"] = current
@@ -112,6 +117,7 @@ def run_import(client: HubClient, gathered: Gathered, apply: bool,
             entry["action"] = "create" if current is None else "overwrite"
             entry["expected_revision"] = current or "absent"
             planned[rev] = note.path
+        sources.setdefault(note.path, note.source)
         notes.append(entry)
     report: dict[str, Any] = {
         "source": gathered.store, "root": gathered.root, "applied": apply,

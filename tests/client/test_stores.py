@@ -143,3 +143,18 @@ def test_a_fault_mid_import_reports_what_was_written() -> None:
     assert report["notes"][1]["error"]["code"] == "revision_conflict"  # went on after it
     assert {path for path, action in actions.items() if action == "created"} == \
         set(hub.documents) - {"n1.md"}  # what it says was written is what was written
+
+
+def test_two_checkouts_of_one_repository_do_not_race_for_a_path() -> None:
+    from amux.client.transfer import run_import
+
+    hub = FlakyHub(fail_after=99, error="internal")
+    found = Gathered("claude", "/c", [
+        Note("/c/-home-u-shop/memory/a.md", "projects/github.com-acme-shop/a.md", "one\n"),
+        Note("/c/-home-u-work-shop/memory/a.md", "projects/github.com-acme-shop/a.md", "two\n"),
+        Note("/c/-home-u-work-shop/memory/b.md", "projects/github.com-acme-shop/b.md", "one\n"),
+    ], [], [])
+    report = run_import(hub, found, apply=True, overwrite=False)  # type: ignore[arg-type]
+    assert [note["action"] for note in report["notes"]] == ["created", "differs", "duplicate"]
+    assert report["notes"][1]["same_path_as"] == "/c/-home-u-shop/memory/a.md"
+    assert hub.documents == {"projects/github.com-acme-shop/a.md": "one\n"}
