@@ -1,16 +1,20 @@
-"""`amux memory import claude` of a store the real Claude Code wrote (issue 39): the pinned
-CLI against the mock model, its auto memory on (started without amux), saves a note with
-its own Write tool into the directory its system prompt names; amux then imports it."""
+"""`amux memory import` of stores the real agents wrote (issue 39): the pinned CLIs against
+the mock model, their auto memory on (started without amux), save notes with their own
+file tools where their system prompts say; amux then imports them. Claude Code's main
+turn writes; Qwen Code's managed extractor (a second conversation after a turn without
+tools) writes a user and a project memory, and Qwen rebuilds each `MEMORY.md` itself."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
 from pathlib import Path
 
 from tests.client.agentstores import git_repo, snapshot
 from tests.hubproc import HubProcess, amux
-from tests.mockmodel import MockModel, Text, ToolCall
-from tests.mockmodel.agents import claude_env, run_agent
+from tests.mockmodel import MockModel, Recorded, Text, ToolCall
+from tests.mockmodel.agents import QWEN_EXTRACTOR, claude_env, qwen_env, qwen_is_side, run_agent
 from tests.peers import npm_bin
 
 NOTE = ("---\nname: prefers-pytest\ndescription: the user wants pytest, not unittest\n"
@@ -59,3 +63,53 @@ def test_a_store_claude_code_wrote_itself(memory_hub: HubProcess, tmp_path: Path
     code, again, _ = amux(memory_hub.home, "memory", "import", "claude", "--apply", env=where)
     assert {note["action"] for note in again["notes"]} == {"same"}
     assert snapshot(tmp_path / "claude") == before
+
+
+def _not_the_extractor(request: Recorded) -> bool:
+    """Qwen's side requests but its memory extractor, which this test scripts."""
+    return qwen_is_side(request) and QWEN_EXTRACTOR not in json.dumps(request.body)
+
+
+def test_a_store_qwen_code_wrote_itself(memory_hub: HubProcess, tmp_path: Path) -> None:
+    qwen = npm_bin("qwen")
+    repo = git_repo(tmp_path / "work" / "shop", "https://github.com/acme/shop.git")
+    home = tmp_path / "home"
+    key = re.sub(r"[^a-zA-Z0-9]", "-", str(repo))
+    user_note = home / ".qwen" / "memories" / "user" / "prefers-tabs.md"
+    project_note = home / ".qwen" / "projects" / key / "memory" / "project" / "release.md"
+    front = "---\nname: {}\ndescription: {}\ntype: {}\n---\n\n{}"
+    extractor = [ToolCall("write_file", {"file_path": str(user_note), "content": front.format(
+                     "prefers tabs", "user prefers tabs", "user", "I always prefer tabs.\n")}),
+                 ToolCall("write_file", {"file_path": str(project_note), "content": front.format(
+                     "release", "how shop releases", "project", "Tag, then push.\n")}),
+                 Text("Done.")]
+    with MockModel([Text("Noted.")], extractor, is_side=_not_the_extractor) as model:
+        env = qwen_env(tmp_path, model)
+        done = subprocess.run([str(qwen), "--approval-mode=auto-edit", "-p",
+                               "Remember: I always prefer tabs; shop releases by tag."],
+                              env=env, cwd=repo, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+    [_turn, asked, *_] = model.main()
+    assert QWEN_EXTRACTOR in json.dumps(asked.body)
+    assert str(project_note.parent.parent) in json.dumps(asked.body)  # where Qwen says
+    assert user_note.is_file() and project_note.is_file()  # Qwen wrote them
+    index = project_note.parent.parent / "MEMORY.md"  # and indexed them itself
+    assert "(project/release.md)" in index.read_text()
+    before = snapshot(home / ".qwen")
+    code, report, err = amux(memory_hub.home, "memory", "import", "qwen", "--apply",
+                             env={"HOME": str(home)})
+    assert code == 0, err
+    actions = {note["path"]: note["action"] for note in report["notes"]}
+    assert actions["projects/github.com-acme-shop/project/release.md"] == "created"
+    assert actions["user/prefers-tabs.md"] == "created"
+    assert actions["projects/github.com-acme-shop/MEMORY.md"] == "created"
+    assert set(actions.values()) == {"created"}
+    assert [skip["source"] for skip in report["skipped"]] == [  # the user index: yours
+        str(home / ".qwen" / "memories" / "MEMORY.md")]
+    _, shown, _ = amux(memory_hub.home, "memory", "show", "user/prefers-tabs.md")
+    assert shown["content"] == user_note.read_text()
+    code, again, _ = amux(memory_hub.home, "memory", "import", "qwen", "--apply",
+                          env={"HOME": str(home)})
+    assert {note["action"] for note in again["notes"]} == {"same"}
+    assert snapshot(home / ".qwen") == before
