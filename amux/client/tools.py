@@ -143,6 +143,11 @@ TOOLS: list[dict[str, Any]] = [
 _ENDPOINTS = {"memory_search": "/v1/memory/search", "memory_get": "/v1/memory/get",
               "memory_upsert": "/v1/memory/upsert", "memory_forget": "/v1/memory/forget"}
 NAMES = frozenset(tool["name"] for tool in TOOLS)
+_FIELDS = {str(tool["name"]): frozenset(tool["inputSchema"]["properties"])
+           for tool in TOOLS}
+"""What each tool takes, as its schema says (`additionalProperties: false`): the Hub takes
+more on the same endpoint for people's tools (upsert's `source`, `dry_run`: `amux memory
+import`), which an agent's call never passes on."""
 
 
 class MemoryTools:
@@ -170,6 +175,9 @@ class MemoryTools:
         try:
             if name == "result_continue":
                 return self.pages.next(arguments.get("token")), False
+            unknown = sorted(set(arguments) - _FIELDS[name])
+            if unknown:
+                raise InvalidArgument(f"{name} does not take {', '.join(unknown)}")
             answer = self._hub(_ENDPOINTS[name], arguments)
         except ContinuationError as error:
             return error_text(InvalidArgument(str(error))), True
