@@ -106,6 +106,10 @@ def _import(client: HubClient, args: Any) -> Any:
         chosen[key] = value
     into = (args.into or "").strip("/")
     options = Options(folder=args.path, into=into + "/" if into else "", project_ids=chosen)
+    if args.source is None:
+        from amux.client.stores import found_stores
+
+        return {"stores": found_stores(os.environ, options)}
     if args.path is not None and args.source != "cline":
         raise InvalidArgument("--path names Cline's repository (`import cline --path REPO`); "
                               "a folder is given as SOURCE itself")
@@ -277,8 +281,9 @@ COMMANDS: dict[str, Command] = {
         "folder of Markdown into your amux memory; a dry run unless --apply (docs/sync.md)",
         Arg("source", "claude, gemini, qwen or codex (their stores in your home), cline (a "
             "repository's memory-bank/, see --path), or the path of a folder of Markdown "
-            "(Kilo's, an amux export: ./claude for a folder named like a store)",
-            metavar="SOURCE"),
+            "(Kilo's, an amux export: ./claude for a folder named like a store); none: "
+            "which of the agents' stores this machine has, and how many notes each holds",
+            metavar="SOURCE", nargs="?"),
         Arg("--apply", "write: each note one conditional write through the Hub, its source "
             "kept in history (default: only say what would be written where)", flag=True),
         Arg("--overwrite", "replace documents that hold other content at the same path "

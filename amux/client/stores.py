@@ -484,3 +484,18 @@ def gather(source: str, env: Mapping[str, str], options: Options) -> Gathered:
     if reader is None:
         return folder(env, options._replace(folder=source))
     return reader(env, options)
+
+
+def found_stores(env: Mapping[str, str], options: Options) -> list[dict[str, object]]:
+    """Which agents' stores this machine has (`amux memory import` without SOURCE): each
+    store's folder, whether it exists, and its notes and projects; Cline's live in
+    repositories (`import cline --path REPO`)."""
+    found: list[dict[str, object]] = []
+    for name, reader in STORES.items():
+        if name == "cline":
+            continue
+        gathered = reader(env, options)
+        found.append({"source": name, "root": gathered.root,
+                      "exists": os.path.isdir(gathered.root), "notes": len(gathered.notes),
+                      "projects": [project.id for project in gathered.projects]})
+    return found

@@ -235,6 +235,22 @@ def test_usage_errors_name_the_fix(memory_hub: HubProcess, tmp_path: Path) -> No
     assert code == 0 and out["notes"] == [] and out["summary"] == {"skipped": 0}
 
 
+def test_without_a_source_it_says_which_stores_exist(memory_hub: HubProcess) -> None:
+    home = Path(os.environ["HOME"])
+    codex_store(home)
+    code, out, _ = amux(memory_hub.home, "memory", "import")
+    assert code == 0
+    assert out["stores"] == [
+        {"source": "claude", "root": str(home / ".claude" / "projects"), "exists": False,
+         "notes": 0, "projects": []},
+        {"source": "gemini", "root": str(home / ".gemini"), "exists": False, "notes": 0,
+         "projects": []},
+        {"source": "qwen", "root": str(home / ".qwen"), "exists": False, "notes": 0,
+         "projects": []},
+        {"source": "codex", "root": str(home / ".codex" / "memories"), "exists": True,
+         "notes": 2, "projects": []}]
+
+
 SEGMENT = st.text("abcdefghij0123456789_-", min_size=1, max_size=8)
 TEXT = st.text(st.sampled_from("abc xyz\n#-:*记忆é\t"), max_size=300)
 
