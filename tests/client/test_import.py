@@ -1,5 +1,5 @@
 """`amux memory import` and `export --dir` on the user's path: the real CLI, a real Hub,
-stores laid out as each agent writes them (tests/client/agentstores.py)."""
+stores laid out as each agent writes them (tests/agentstores.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.client.agentstores import (
+from tests.agentstores import (
     claude_store,
     cline_bank,
     codex_store,

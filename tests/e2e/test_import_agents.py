@@ -11,7 +11,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.client.agentstores import git_repo, snapshot
+from tests.agentstores import git_repo, snapshot
 from tests.hubproc import HubProcess, amux
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
 from tests.mockmodel.agents import QWEN_EXTRACTOR, claude_env, qwen_env, qwen_is_side, run_agent

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-NPM = Path(__file__).resolve().parents[2] / "fixtures" / "npm" / "node_modules"
+NPM = Path(__file__).resolve().parents[1] / "fixtures" / "npm" / "node_modules"
 QWEN_PATHS = NPM / "@qwen-code" / "qwen-code" / "chunks" / "chunk-OJSU46VD.js"
 GEMINI_STORAGE = NPM / "@google" / "gemini-cli" / "bundle" / "chunk-5FZXKDXH.js"
 
