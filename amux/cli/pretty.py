@@ -120,11 +120,13 @@ def _no_hits(path_hit: bool, uncut: bool) -> str:
 
 
 def _who(change: dict[str, Any]) -> str:
-    """"alice (claude, session 2026…)", or "hand edit" for a change made outside the Hub."""
+    """"alice (claude, session 2026…)", "alice (import claude /…/x.md)" for an imported
+    change, or "hand edit" for a change made outside the Hub."""
     if change["principal"] is None:
         return "hand edit"
     launched = ", ".join(part for part in (change["agent"], change["session"] and
-                                           f"session {change['session']}") if part)
+                                           f"session {change['session']}",
+                                           change.get("source")) if part)
     return f"{change['principal']} ({launched})" if launched else str(change["principal"])
 
 

@@ -113,3 +113,6 @@ def test_import_and_export_for_people(memory_hub: HubProcess, tmp_path: Path) ->
     code, exported, _ = amux(memory_hub.home, "memory", "export", "--dir",
                              str(tmp_path / "out"), "--pretty", env=env)
     assert code == 0 and f"0 documents, 0 bytes written to {tmp_path / 'out'}" in exported
+    amux(memory_hub.home, "memory", "import", str(folder), "--apply")
+    code, log, _ = amux(memory_hub.home, "memory", "log", "--pretty", env={"COLUMNS": "200"})
+    assert code == 0 and f"(import folder {folder}/a.md)" in log
