@@ -258,10 +258,12 @@ def remote_id(url: str) -> str:
 
 def git_remote(path: str, env: Mapping[str, str]) -> str | None:
     """The URL of the repository at `path`'s `origin` remote (else its first remote), or
-    None when it is no repository or has none; git reads, never writes."""
+    None when it is no repository or has none (or git refuses it: another user's, unless
+    `safe.directory` says otherwise); git reads its config, runs no hook or monitor."""
     def git(*args: str) -> str:
         try:
-            done = subprocess.run(["git", "-C", path, *args], capture_output=True, text=True,
+            done = subprocess.run(["git", "-c", "core.fsmonitor=false", "-C", path, *args],
+                                  capture_output=True, text=True,
                                   timeout=10, env=dict(env), check=False)
         except (OSError, subprocess.TimeoutExpired):
             return ""
@@ -282,7 +284,8 @@ def project(key: str, path: str | None, env: Mapping[str, str],
         return Project(key, path, chosen[key], f"--project-id={key}={chosen[key]}")
     url = git_remote(path, env) if path is not None else None
     if url is not None and remote_id(url):
-        return Project(key, path, remote_id(url), f"the repository's remote {url}")
+        shown = re.sub(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@", r"\1", url)  # no user:token
+        return Project(key, path, remote_id(url), f"the repository's remote {shown}")
     fallback = _slug(key)
     if path is None:
         why = (f"{recorded} names no directory on this machine, so no remote can be read: "

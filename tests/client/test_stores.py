@@ -158,3 +158,17 @@ def test_two_checkouts_of_one_repository_do_not_race_for_a_path() -> None:
     assert [note["action"] for note in report["notes"]] == ["created", "differs", "duplicate"]
     assert report["notes"][1]["same_path_as"] == "/c/-home-u-shop/memory/a.md"
     assert hub.documents == {"projects/github.com-acme-shop/a.md": "one\n"}
+
+
+def test_a_remote_with_a_token_in_it_is_never_shown(tmp_path: Path) -> None:
+    import os
+    import subprocess
+
+    from amux.client.stores import project
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin",
+                    "https://me:ghp_notarealtoken123@github.com/acme/shop.git"], check=True)
+    found = project("-x", str(tmp_path), os.environ, {}, "the folder name -x")
+    assert found.id == "github.com-acme-shop"
+    assert found.why == "the repository's remote https://github.com/acme/shop.git"
