@@ -1,8 +1,9 @@
 """`amux memory import` of stores the real agents wrote (issue 39): the pinned CLIs against
 the mock model, their auto memory on (started without amux), save notes with their own
 file tools where their system prompts say; amux then imports them. Claude Code's main
-turn writes; Qwen Code's managed extractor (a second conversation after a turn without
-tools) writes a user and a project memory, and Qwen rebuilds each `MEMORY.md` itself."""
+turn writes, and Gemini CLI's (`--yolo`, its `write_file`); Qwen Code's managed extractor
+(a second conversation after a turn without tools) writes a user and a project memory,
+and Qwen rebuilds each `MEMORY.md` itself."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ from pathlib import Path
 from tests.agentstores import git_repo, snapshot
 from tests.hubproc import HubProcess, amux
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
-from tests.mockmodel.agents import QWEN_EXTRACTOR, claude_env, qwen_env, qwen_is_side, run_agent
+from tests.mockmodel.agents import (
+    QWEN_EXTRACTOR,
+    claude_env,
+    gemini_env,
+    qwen_env,
+    qwen_is_side,
+    run_agent,
+)
 from tests.peers import npm_bin
 
 NOTE = ("---\nname: prefers-pytest\ndescription: the user wants pytest, not unittest\n"
@@ -113,3 +121,39 @@ def test_a_store_qwen_code_wrote_itself(memory_hub: HubProcess, tmp_path: Path) 
                           env={"HOME": str(home)})
     assert {note["action"] for note in again["notes"]} == {"same"}
     assert snapshot(home / ".qwen") == before
+
+
+def test_a_store_gemini_cli_wrote_itself(memory_hub: HubProcess, tmp_path: Path) -> None:
+    gemini = npm_bin("gemini")
+    repo = git_repo(tmp_path / "work" / "shop", "git@github.com:acme/shop.git")
+    with MockModel([Text("Hello.")]) as model:
+        env = gemini_env(tmp_path, model)
+        done = run_agent([gemini, "-p", "Hi."], env, repo)
+        assert done.returncode == 0, done.stderr[-2000:]
+    said = re.search(r"(/[^\s`'\"]*/\.gemini/tmp/[^/\s`'\"]+/memory)/",
+                     model.main()[0].instructions)
+    assert said, "Gemini CLI's prompt names no private project memory"
+    memory = Path(said.group(1))
+    assert (memory.parent / ".project_root").read_text().strip() == str(repo)  # docs/sync.md
+    story = [ToolCall("write_file", {"file_path": str(memory / "build.md"),
+                                     "content": "# Build\n\nRun `make all` before a push.\n"}),
+             ToolCall("write_file", {"file_path": str(memory / "MEMORY.md"),
+                                     "content": "- [Build](build.md): make all\n"}),
+             Text("Saved.")]
+    with MockModel(story) as model:
+        env = gemini_env(tmp_path, model)
+        done = run_agent([gemini, "--yolo", "-p", "Remember: run make all."], env, repo)
+        assert done.returncode == 0, done.stderr[-2000:]
+    assert (memory / "build.md").is_file()  # Gemini CLI wrote it
+    before = snapshot(tmp_path / "home" / ".gemini")
+    home = {"HOME": env["HOME"]}
+    code, report, err = amux(memory_hub.home, "memory", "import", "gemini", "--apply", env=home)
+    assert code == 0, err
+    assert {note["path"]: note["action"] for note in report["notes"]} == {
+        "projects/github.com-acme-shop/MEMORY.md": "created",
+        "projects/github.com-acme-shop/build.md": "created"}
+    _, shown, _ = amux(memory_hub.home, "memory", "show", "projects/github.com-acme-shop/build.md")
+    assert shown["content"].endswith("---\n" + (memory / "build.md").read_text())
+    code, again, _ = amux(memory_hub.home, "memory", "import", "gemini", "--apply", env=home)
+    assert {note["action"] for note in again["notes"]} == {"same"}
+    assert snapshot(tmp_path / "home" / ".gemini") == before
