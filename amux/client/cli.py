@@ -107,6 +107,9 @@ def _import(client: HubClient, args: Any) -> Any:
     into = (args.into or "").strip("/")
     options = Options(folder=args.path, into=into + "/" if into else "", project_ids=chosen)
     if args.source is None:
+        if args.apply or args.overwrite:
+            raise InvalidArgument("name what to import: amux memory import SOURCE --apply "
+                                  "(`amux memory import` alone lists the stores found)")
         from amux.client.stores import found_stores
 
         return {"stores": found_stores(os.environ, options)}

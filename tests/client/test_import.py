@@ -229,6 +229,8 @@ def test_usage_errors_name_the_fix(memory_hub: HubProcess, tmp_path: Path) -> No
     assert code == 2 and "neither a folder nor a store amux knows" in out["error"]["message"]
     code, out, _ = amux(memory_hub.home, "memory", "import", "claude", "--project-id", "x")
     assert code == 2 and "KEY=ID" in out["error"]["message"]
+    code, out, _ = amux(memory_hub.home, "memory", "import", "--apply")
+    assert code == 2 and "amux memory import SOURCE --apply" in out["error"]["message"]
     code, out, _ = amux(memory_hub.home, "memory", "export")
     assert code == 2 and "--dir DIR" in out["error"]["message"]
     code, out, _ = amux(memory_hub.home, "memory", "import", "claude")  # nothing there
