@@ -204,7 +204,7 @@ class PiAdapter:
         Requirement("flag", "--model", "`amux run --model` is the model Pi uses"),
         Requirement("setting", "registerProvider", "`amux run --endpoint` reaches Pi"),
     )
-    package: str | None = "@mariozechner/pi-coding-agent"
+    package: str | None = "@earendil-works/pi-coding-agent"
     exit_meanings: Mapping[int, str] = NO_EXIT_MEANINGS
     quick_exit_hint = ("set the key of its provider (e.g. ANTHROPIC_API_KEY, or `pi` then "
                        "/login), or point it at a model server: `amux run --endpoint URL "
