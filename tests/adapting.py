@@ -85,6 +85,7 @@ USER_ARGS = {  # how each agent's user passes their own instructions
     "gemini": ["-p", "hello"],  # its user writes them in ~/.gemini/GEMINI.md (USER_FILES)
     "copilot": ["-p", "hello"],  # theirs are files Copilot reads itself
     "qwen": ["-p", "hello", "--append-system-prompt", USER_TEXT],
+    "cline": ["hello"],  # theirs are rules Cline reads itself
 }
 USER_FILES: dict[str, dict[str, str]] = {  # an agent whose user writes them in a file
     "gemini": {"/home/u/.gemini/GEMINI.md": USER_TEXT},

@@ -17,6 +17,12 @@ def _claude() -> Adapter:
     return ClaudeAdapter()
 
 
+def _cline() -> Adapter:
+    from amux.adapters.cline import ClineAdapter
+
+    return ClineAdapter()
+
+
 def _codex() -> Adapter:
     from amux.adapters.codex import CodexAdapter
 
@@ -55,6 +61,7 @@ def _qwen() -> Adapter:
 
 _FACTORIES: Mapping[str, Callable[[], Adapter]] = {
     "claude": _claude,
+    "cline": _cline,
     "codex": _codex,
     "copilot": _copilot,
     "gemini": _gemini,

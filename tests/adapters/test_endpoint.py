@@ -92,6 +92,13 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
             "COPILOT_PROVIDER_API_KEY": NO_KEY}
         assert {"GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_BEARER_TOKEN"} <= set(
             pointed.env.unset)
+    elif name == "cline":
+        [file] = [f for f in pointed.files if f not in bare.files]
+        assert extra == 0 and pointed.env.set["CLINE_PROVIDER_SETTINGS_PATH"] == file.path
+        provider = json.loads(file.text)["providers"]["openai-compatible"]
+        assert provider["settings"]["baseUrl"] == URL and provider["updatedAt"]
+        assert pointed.env.set["CLINE_SESSION_BACKEND_MODE"] == "local"
+        assert pointed.env.set["OPENAI_API_KEY"] == NO_KEY
     elif name == "qwen":
         assert pointed.argv[1:1 + extra] == ("--auth-type", "openai", "--model", "qwen3")
         assert pointed.env.set["OPENAI_BASE_URL"] == URL
