@@ -250,3 +250,44 @@ def copilot_env(root: Path, model: MockModel, package_cache: Path | None = None,
     return {**env, "TMPDIR": str(scratch), "COPILOT_PROVIDER_BASE_URL": model.base_url,
             "COPILOT_PROVIDER_API_KEY": "sk-dummy", "COPILOT_MODEL": "mock-model", **cache,
             **extra}
+
+
+# -- Cline ---------------------------------------------------------------------------------
+
+
+CLINE_DAEMON_PORT = 25463
+"""The fixed port of Cline 3.0.65's background hub daemon."""
+
+
+def cline_env(root: Path, model: MockModel, **extra: str) -> dict[str, str]:
+    """Cline 3.0.65 against the mock (Chat Completions): HOME=root/home with the provider a
+    user configures with `cline auth openai-compatible` (`~/.cline/data/settings/
+    providers.json`, its `updatedAt` set, else Cline replaces the file), no update check,
+    TMPDIR under `root`. `CLINE_SESSION_BACKEND_MODE` is left to the test: a run of plain
+    Cline without it starts the machine's one background daemon."""
+    env = base_env(root)
+    settings = Path(env["HOME"]) / ".cline" / "data" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "providers.json").write_text(json.dumps({
+        "version": 1, "lastUsedProvider": "openai-compatible", "providers": {
+            "openai-compatible": {"settings": {
+                "provider": "openai-compatible", "apiKey": "sk-dummy", "model": "mock-model",
+                "baseUrl": model.base_url}, "updatedAt": "2026-12-04T00:00:00.000Z",
+                "tokenSource": "manual"}}}, indent=2))
+    scratch = root / "cline-tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    return {**env, "TMPDIR": str(scratch), "CLINE_NO_AUTO_UPDATE": "1", **extra}
+
+
+def processes_below(root: Path) -> list[int]:
+    """The processes whose HOME is below `root` (a test's agent runs, a daemon they left)."""
+    found = []
+    prefix = f"HOME={root}/".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(entry.startswith(prefix) for entry in environ):
+            found.append(int(pid))
+    return found
