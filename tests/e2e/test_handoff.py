@@ -1,5 +1,5 @@
 """One memory for every agent: a fact saved through one real agent is recalled through each
-of the other six, every one launched with `amux run` at its defaults against the same
+of the other seven, every one launched with `amux run` at its defaults against the same
 scripted model and the same Hub (the reason amux exists)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall, mcp
 from tests.mockmodel.agents import (
     claude_env,
+    cline_env,
     codex_env,
     copilot_env,
     gemini_env,
@@ -43,6 +44,7 @@ def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(
          Text("Thursdays.")],                                                # Pi
         [ToolCall("amux-memory_search", search), Text("Thursdays.")],        # Copilot CLI
         [ToolCall("mcp__amux__memory_search", search), Text("Thursdays.")],  # Qwen Code
+        [ToolCall("amux__memory_search", search), Text("Thursdays.")],       # Cline
         is_side=side,
     ) as model:
         work = tmp_path / "work"
@@ -60,6 +62,7 @@ def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(
              ["-p", "When is the release branch cut?"]),
             (qwen_env(tmp_path / "qwen", model), "qwen",
              ["-p", "When is the release branch cut?"]),
+            (cline_env(tmp_path / "cline", model), "cline", ["When is the release branch cut?"]),
         ]
         for env, agent, args in launches:
             amux_run(memory_hub, env, work, str(npm_bin(agent)), "--", *args)
@@ -71,11 +74,12 @@ def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(
                 "opencode": model.tool_results("amux_memory_search"),
                 "pi": model.tool_results("bash"),
                 "copilot": model.tool_results("amux-memory_search"),
-                "qwen": model.tool_results("mcp__amux__memory_search")}
-    assert [len(results) for results in recalled.values()] == [2, 1, 1, 1, 1]
+                "qwen": model.tool_results("mcp__amux__memory_search"),
+                "cline": model.tool_results("amux__memory_search")}
+    assert [len(results) for results in recalled.values()] == [2, 1, 1, 1, 1, 1]
     for agent, results in recalled.items():
         for result in results:
             assert not result.is_error and PATH in result.text, (agent, result.text)
             assert "Thursdays" in result.text, (agent, result.text)
     assert sorted(state["adapter"] for state in sessions(memory_hub)) == [
-        "claude", "codex", "copilot", "gemini", "opencode", "pi", "qwen"]
+        "claude", "cline", "codex", "copilot", "gemini", "opencode", "pi", "qwen"]
