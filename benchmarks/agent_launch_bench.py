@@ -1,7 +1,7 @@
 """What `amux run` adds to a real agent's one-turn run (issue 12's numbers).
 
 Each pinned agent CLI (fixtures/npm: Claude Code, Codex, Gemini CLI, OpenCode, Pi, GitHub
-Copilot CLI, Qwen Code) runs one non-interactive turn against the loopback mock model
+Copilot CLI, Qwen Code, Cline) runs one non-interactive turn against the loopback mock model
 (tests/mockmodel), which answers with plain text and no tool call, so every run is the same
 short conversation:
 
@@ -12,6 +12,7 @@ short conversation:
     pi -p --model mock/mock-model PROMPT
     copilot -p PROMPT
     qwen -p PROMPT
+    cline PROMPT
 
 Each agent has the environment the tests' e2e runs give it (tests/mockmodel/agents.py):
 its own home under the bench's directory, the mock as its model. Copilot unpacks its
@@ -115,7 +116,7 @@ from benchmarks.launch_bench import _throwaway_user
 
 REPO = Path(__file__).resolve().parents[1]
 NPM_BIN = REPO / "fixtures" / "npm" / "node_modules" / ".bin"
-AGENTS = ("claude", "codex", "gemini", "opencode", "pi", "copilot", "qwen")
+AGENTS = ("claude", "codex", "gemini", "opencode", "pi", "copilot", "qwen", "cline")
 PROMPT = "Say done."
 ANSWER = "Done."
 USER_ARGS = {
@@ -126,10 +127,11 @@ USER_ARGS = {
     "pi": ("-p", "--model", "mock/mock-model", PROMPT),
     "copilot": ("-p", PROMPT),
     "qwen": ("-p", PROMPT),
+    "cline": (PROMPT,),
 }
 PASS_ENV = {"claude": ("ANTHROPIC_API_KEY",), "codex": ("MOCK_API_KEY",),
             "gemini": ("GEMINI_API_KEY",), "opencode": (), "pi": (), "copilot": (),
-            "qwen": ("OPENAI_API_KEY",)}
+            "qwen": ("OPENAI_API_KEY",), "cline": ()}
 """Credentials an isolated run drops unless passed (docs/isolation.md). Copilot's provider
 key is one of the variables an isolated run removes even when passed (module doc)."""
 RUN_TIMEOUT = 120.0
@@ -236,7 +238,8 @@ def agent_env(agent: str, root: Path, model: Any) -> dict[str, str]:
 
     maker = {"claude": agents.claude_env, "codex": agents.codex_env, "gemini": agents.gemini_env,
              "opencode": agents.opencode_env, "pi": agents.pi_env,
-             "copilot": agents.copilot_env, "qwen": agents.qwen_env}[agent]
+             "copilot": agents.copilot_env, "qwen": agents.qwen_env,
+             "cline": agents.cline_env}[agent]
     env = dict(maker(root / agent, model))
     if agent == "opencode":
         _opencode_installed(Path(env["XDG_CONFIG_HOME"]))
@@ -268,6 +271,7 @@ def _provision_user(agent: str, user: str, model: Any) -> tuple[dict[str, str], 
     where the agent looks for it (amux sets HOME, CODEX_HOME, PI_CODING_AGENT_DIR there),
     temp dirs for Claude, Gemini, Copilot and Qwen and a working directory; returns env
     overrides and the cwd."""
+    from tests.mockmodel import agents
     from tests.mockmodel.agents import codex_config, gemini_settings, opencode_provider
 
     entry = pwd.getpwnam(user)
@@ -308,6 +312,11 @@ def _provision_user(agent: str, user: str, model: Any) -> tuple[dict[str, str], 
             "baseUrl": model.base_url, "api": "openai-completions", "apiKey": "sk-dummy",
             "models": [{"id": "mock-model"}]}}}))
         made.append(models)
+    elif agent == "cline":  # the provider `cline auth` writes
+        settings = directory(home / ".cline" / "data" / "settings") / "providers.json"
+        settings.write_text(json.dumps(agents.cline_providers(model)))
+        made.append(settings)
+        overrides["TMPDIR"] = str(directory(home / "cline-tmp"))
     elif agent in ("copilot", "qwen"):  # their model settings are environment variables
         overrides["TMPDIR"] = str(directory(home / f"{agent}-tmp"))  # Node's compile cache
     work = directory(home / "work" / agent)

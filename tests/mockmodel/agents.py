@@ -259,6 +259,15 @@ CLINE_DAEMON_PORT = 25463
 """The fixed port of Cline 3.0.65's background hub daemon."""
 
 
+def cline_providers(model: MockModel) -> dict[str, Any]:
+    """The provider settings `cline auth openai-compatible` writes for the mock."""
+    return {"version": 1, "lastUsedProvider": "openai-compatible", "providers": {
+        "openai-compatible": {"settings": {
+            "provider": "openai-compatible", "apiKey": "sk-dummy", "model": "mock-model",
+            "baseUrl": model.base_url}, "updatedAt": "2026-12-04T00:00:00.000Z",
+            "tokenSource": "manual"}}}
+
+
 def cline_env(root: Path, model: MockModel, **extra: str) -> dict[str, str]:
     """Cline 3.0.65 against the mock (Chat Completions): HOME=root/home with the provider a
     user configures with `cline auth openai-compatible` (`~/.cline/data/settings/
@@ -268,12 +277,7 @@ def cline_env(root: Path, model: MockModel, **extra: str) -> dict[str, str]:
     env = base_env(root)
     settings = Path(env["HOME"]) / ".cline" / "data" / "settings"
     settings.mkdir(parents=True, exist_ok=True)
-    (settings / "providers.json").write_text(json.dumps({
-        "version": 1, "lastUsedProvider": "openai-compatible", "providers": {
-            "openai-compatible": {"settings": {
-                "provider": "openai-compatible", "apiKey": "sk-dummy", "model": "mock-model",
-                "baseUrl": model.base_url}, "updatedAt": "2026-12-04T00:00:00.000Z",
-                "tokenSource": "manual"}}}, indent=2))
+    (settings / "providers.json").write_text(json.dumps(cline_providers(model), indent=2))
     scratch = root / "cline-tmp"
     scratch.mkdir(parents=True, exist_ok=True)
     return {**env, "TMPDIR": str(scratch), "CLINE_NO_AUTO_UPDATE": "1", **extra}
