@@ -25,7 +25,7 @@ def launches(name: str, args: list[str]) -> list[LaunchPlan]:
         endpoints.append(EndpointRequest(URL, "m", None, "ANTHROPIC_AUTH_TOKEN"))
     if name == "opencode":  # another provider package
         endpoints.append(EndpointRequest(URL, "m", "anthropic"))
-    if name == "copilot":  # another provider type, without a wire API
+    if name in ("copilot", "cline"):  # another provider type (Copilot: without a wire API)
         endpoints.append(EndpointRequest(URL, "m", "anthropic"))
     if name == "qwen":  # another --auth-type, each with its own variables
         endpoints += [EndpointRequest(URL, "m", "anthropic"), EndpointRequest(URL, "m", "gemini")]
