@@ -44,6 +44,7 @@ from tests.e2e.story import (
     sessions,
 )
 from tests.hubproc import HubProcess
+from tests.isolation.world import World, user_a
 from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall
 from tests.mockmodel.agents import base_env, cline_env, processes_below
 from tests.peers import npm_bin
@@ -365,3 +366,41 @@ def test_the_session_token_stays_out_of_clines_tree_and_is_revoked(memory_hub: H
     for path in [*Path(env["HOME"]).rglob("*"), *work.rglob("*")]:
         if path.is_file() and not path.is_symlink():
             assert token.encode() not in path.read_bytes(), path
+
+
+def test_cline_runs_isolated_as_another_user(world: World) -> None:
+    """`amux run --as-user`: Cline as the target, in the target's own `~/.cline` (the
+    launcher's CLINE_DIR is never passed on), pointed at the model by `--endpoint`, in its
+    own process (no daemon another user's launch would share); its memory call lands in
+    the Hub under the target's principal, the protocol's rule reaches it, and the session
+    amux learnt is the one Cline kept in the target's home."""
+    cline_bin = npm_bin("cline")
+    assert os.stat(cline_bin.resolve()).st_mode & 0o005 == 0o005
+    a = user_a(world)
+    entry = world.users[a]
+    upsert = call("memory_upsert", {"path": "notes/cline.md", "content": "from cline\n",
+                                    "expected_revision": "absent"})
+    with MockModel([upsert, Text("Saved.")]) as model:
+        done = world.launch(a, str(cline_bin), "Remember this, please.", env={
+            "CLINE_DIR": "/nonexistent/launchers-own", "CLINE_NO_AUTO_UPDATE": "1"},
+            options=("--endpoint", model.base_url, "--model", "mock-model"), timeout=120)
+        assert isinstance(done, subprocess.CompletedProcess)
+        assert done.returncode == 0, done.stdout + done.stderr
+    result(model, "memory_upsert")
+    assert (world.scope_dir(a) / "notes" / "cline.md").read_text() == "from cline\n"
+    [state] = sessions(world.hub)
+    assert state["as_user"] == a and state["agent_session"]
+    kept = Path(entry.pw_dir) / ".cline" / "data" / "sessions" / state["agent_session"]
+    assert kept.is_dir() and kept.stat().st_uid == entry.pw_uid
+    assert "amux memory protocol" in rules(model.main()[0])
+    left = [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc")))
+            if _home_of(pid) == entry.pw_dir]
+    assert not left, f"the target's Cline left processes: {left}"
+
+
+def _home_of(pid: int) -> str | None:
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    return next((e[5:].decode() for e in environ if e.startswith(b"HOME=")), None)
