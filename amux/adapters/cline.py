@@ -64,6 +64,7 @@ from amux.adapters.base import (
     PlanFile,
     PlanRefused,
     Probe,
+    RequestSize,
     Requirement,
     SessionFiles,
     endpoint_api,
@@ -196,7 +197,8 @@ class ClineAdapter:
     """Its positional prompt (a one-word prompt is taken for an unknown command)."""
     without_terminal: NoTerminal = "fails"
     """"interactive mode requires a TTY", exit 1."""
-    first_request: FirstRequest | None = None
+    first_request: FirstRequest | None = FirstRequest(
+        "3.0.65", memory=RequestSize(27068, 6767), plain=RequestSize(21846, 5462))
     key_variables = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
     instruction_files = ("AGENTS.md", ".clinerules")
     mcp_tool_prefix: str | None = TOOL_PREFIX
