@@ -31,7 +31,9 @@ def write(files: Sequence[PlanFile]) -> None:
     for file in files:
         entry = written(file)
         try:
-            entry.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            for directory in reversed([entry.path.parent, *entry.path.parent.parents]):
+                if not directory.exists():
+                    directory.mkdir(mode=0o700)
             entry.write(file.text.encode("utf-8"))
         except (OSError, ValueError) as exc:
             raise InternalError(f"cannot write {entry.path} for the agent: {exc}") from None
