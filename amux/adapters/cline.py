@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 
 from amux.adapters.base import (
@@ -117,6 +118,8 @@ _VALUE_OPTIONS = frozenset({"--auto-approve", "-c", "--cwd", "--thinking", "--co
                             "--system", "--retries", "-t", "--timeout", "--config",
                             "--data-dir", "--hooks-dir"})
 """Cline 3.0.65's options that take a value (`cline --help`)."""
+_TOOL_LINE = re.compile(r"^(\x1b\[[0-9;]*m)?\[[A-Za-z0-9_.-]+\](\x1b\[[0-9;]*m)? ")
+"""A tool call's line in Cline's text output (`[amux__memory_search] {…}`, coloured)."""
 _NO_UI = frozenset({"-h", "--help", "-V", "--version", "--acp", "--update"})
 _UI = frozenset({"-i", "--tui", "--id", "--kanban"})
 """What opens its interactive UI whatever else is given (`--id`: a resumed session)."""
@@ -152,6 +155,16 @@ def pick_session(run: FinishedRun) -> tuple[str | None, str | None]:
     if not ids:
         return None, "Cline started no session in this run" + NOT_RESUMABLE
     return None, f"Cline started {len(ids)} sessions in this run" + NOT_RESUMABLE
+
+
+def final_answer(stdout: str) -> str:
+    """The answer in `cline PROMPT`'s stdout: what follows its last tool call's lines (each
+    call a `[tool] {arguments}` line, its result indented after `⎿`)."""
+    lines = stdout.splitlines()
+    last = max((index for index, line in enumerate(lines)
+                if _TOOL_LINE.match(line) or line.lstrip().startswith(("⎿", "\x1b[90m⎿"))),
+               default=-1)
+    return "\n".join(lines[last + 1:]).strip()
 
 
 def _servers(text: str | None, where: str) -> dict[str, Any]:
@@ -274,7 +287,7 @@ class ClineAdapter:
         return Headless((PROMPT,), env=EnvPatch({"CLINE_DIR": dot, BACKEND: "local",
                                                  "CLINE_NO_AUTO_UPDATE": "1",
                                                  "TMPDIR": scratch}),
-                        dirs=(dot,))
+                        dirs=(dot,), answer=final_answer)
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
         refuse(request.args, ("--id",), "Cline")

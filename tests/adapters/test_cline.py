@@ -201,3 +201,7 @@ def test_version_and_headless_turn() -> None:
     assert headless.env.set["CLINE_DIR"] == "/run/home/.cline"
     assert headless.env.set["CLINE_SESSION_BACKEND_MODE"] == "local"
     assert ADAPTER.user_instructions(("x",), FakeProbe({})) == ()
+    seen = ('\x1b[36m[amux__memory_search]\x1b[0m {"query":"tabs"}\n'
+            '   \x1b[90m\u23bf \x1b[0m\x1b[2m{"content":[]}\x1b[0m\nYou indent with tabs.\n')
+    assert headless.answer(seen) == "You indent with tabs."
+    assert headless.answer("Just an answer.\n") == "Just an answer."
