@@ -145,7 +145,8 @@ def test_a_key_reaches_the_endpoint_and_never_the_dry_run(memory_hub: HubProcess
 
 ONE_PROMPT = {"claude": ["-p", "Say hi."], "codex": ["exec", "--skip-git-repo-check", "Say hi."],
               "copilot": ["-p", "Say hi."], "gemini": ["--skip-trust", "-p", "Say hi."],
-              "opencode": ["run", "Say hi."], "pi": ["-p", "Say hi."], "qwen": ["Say hi."]}
+              "opencode": ["run", "Say hi."], "pi": ["-p", "Say hi."], "qwen": ["Say hi."],
+              "cline": ["Say hi."]}
 """Each agent's one-prompt form (its adapter's `prompt_args`), in a work directory that is no
 git repository and no folder Gemini trusts."""
 
