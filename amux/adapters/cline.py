@@ -7,7 +7,11 @@ What Cline reads per launch, found in the pinned CLI (docs/agent-findings-cline.
   go through it, which ignores the launch's environment (and is one per machine, so one
   user's daemon would serve another's launch). A launch amux changes anything in sets
   `CLINE_SESSION_BACKEND_MODE=local`: the run is Cline's own process, with this launch's
-  variables, and starts no daemon.
+  variables. Its interactive UI still starts the daemon (detached, with the launch's
+  environment) unless it runs in sandbox mode: a launch with memory sets `CLINE_SANDBOX=1`
+  with `CLINE_SANDBOX_DATA_DIR` the user's own data directory (so nothing moves), unless
+  the user set one of the variables sandbox mode replaces, or the launch has an endpoint
+  (sandbox mode would replace its provider file); then a launch that starts the UI warns.
 - Instructions: Cline has no flag that adds to its system prompt (`-s` replaces it). It
   collects "rules" into a `# Rules` section, sorted by name: the project's `AGENTS.md`,
   `.clinerules/`, `.cline/rules/`, then the global `~/.agents/AGENTS.md`,
@@ -96,6 +100,14 @@ RULES_DIR = "cline-rules"
 RULE_FILE = "amux-memory-protocol.md"
 MCP_FILE = "cline-mcp.json"
 PROVIDERS_FILE = "cline-providers.json"
+SANDBOX = "CLINE_SANDBOX"
+SANDBOX_DATA = "CLINE_SANDBOX_DATA_DIR"
+SANDBOXED = (SANDBOX, "CLINE_DB_DATA_DIR", "CLINE_SESSION_DATA_DIR", "CLINE_TEAM_DATA_DIR",
+             PROVIDERS, "CLINE_HOOKS_LOG_PATH")
+"""What Cline's sandbox mode sets below its data directory (`CLINE_SANDBOX=1`): a user's own
+value of one of them (or their own sandbox) keeps the launch out of it."""
+DATA = "data dir"
+"""`user_settings`' key for the user's Cline data directory."""
 USER_MCP = "mcp"
 """`user_settings`' key for the text of the user's MCP settings file."""
 TOOL_PREFIX = "amux__"
@@ -125,6 +137,9 @@ _UI = frozenset({"-i", "--tui", "--id", "--kanban"})
 """What opens its interactive UI whatever else is given (`--id`: a resumed session)."""
 RESUMES_IN_UI = ("Cline resumes a session only in its interactive UI (`--id`), which "
                  "needs a terminal and takes no prompt")
+DAEMON = ("Cline's interactive UI starts its background hub daemon (port 25463), which "
+          "outlives this launch and serves later Cline runs with this launch's settings; "
+          "stop it with `cline doctor fix` after the session")
 AUTO_APPROVE_OFF = ("--auto-approve false: Cline asks before every tool call, memory's "
                     "too, and a run without a terminal cannot answer")
 
@@ -225,6 +240,9 @@ class ClineAdapter:
         Requirement("env", BACKEND, "the launch runs in Cline's own process, with its own "
                     "variables, not in the shared background hub"),
         Requirement("env", MCP_SETTINGS, "the memory tools reach Cline"),
+        Requirement("env", SANDBOX, "Cline's interactive UI starts no background hub daemon "
+                    "that would outlive the launch"),
+        Requirement("env", SANDBOX_DATA, "Cline's sandbox mode keeps the user's own data"),
         Requirement("env", RULES_ROOTS[0], "the memory protocol reaches Cline as a rule"),
         Requirement("setting", "mcpServers", "the memory tools reach Cline"),
         Requirement("env", PROVIDERS, "`amux run --endpoint` reaches Cline"),
@@ -265,6 +283,8 @@ class ClineAdapter:
             raise PlanRefused(f"cannot read Cline's MCP settings {path}: {exc}") from None
         found = {MCP_SETTINGS: path, **({} if text is None else {USER_MCP: text})}
         found.update({name: "set" for name in RULES_ROOTS if probe.env.get(name)})
+        found[DATA] = data_dir(probe.env)
+        found.update({name: "set" for name in SANDBOXED if probe.env.get(name)})
         return found
 
     def isolated_env(self, home: str) -> EnvPatch:
@@ -320,12 +340,18 @@ class ClineAdapter:
         root = os.path.join(request.files_dir, RULES_DIR)
         rule = os.path.join(root, "Documents", "Cline", "Rules", RULE_FILE)
         mcp = os.path.join(request.files_dir, MCP_FILE)
+        env = {BACKEND: "local", MCP_SETTINGS: mcp, free[0]: root}
+        if request.endpoint is None and not any(name in found for name in SANDBOXED):
+            # its UI starts no hub daemon in sandbox mode, whose data is the user's own
+            env.update({SANDBOX: "1", SANDBOX_DATA: found.get(DATA) or data_dir({})})
+        elif self.starts_ui(tuple(args)):
+            warnings.append(DAEMON)
         _, approve = take_option(request.args, ("--auto-approve",))
         if approve and approve[-1].strip().lower() == "false":
             warnings.append(AUTO_APPROVE_OFF)
         plan = LaunchPlan(
             (request.executable, *args),
-            env=EnvPatch({BACKEND: "local", MCP_SETTINGS: mcp, free[0]: root}),
+            env=EnvPatch(env),
             channel="mcp", instructions=instructions, agent_session=ref,
             warnings=tuple(warnings),
             files=(PlanFile(rule, instructions),

@@ -25,6 +25,7 @@ from amux.adapters.base import (
 )
 from amux.adapters.cline import (
     AUTO_APPROVE_OFF,
+    DAEMON,
     MCP_FILE,
     PROVIDERS_FILE,
     RESUMES_IN_UI,
@@ -69,10 +70,26 @@ def test_the_protocol_is_a_rule_file_in_a_rules_root_of_the_launchs_own() -> Non
     assert launch.argv == ("/usr/bin/cline", "Say hello, please.")
     assert launch.env.set == {"CLINE_SESSION_BACKEND_MODE": "local",
                               "CLINE_MCP_SETTINGS_PATH": f"{SESSION_DIR}/{MCP_FILE}",
-                              "OneDriveCommercial": f"{SESSION_DIR}/{RULES_DIR}"}
+                              "OneDriveCommercial": f"{SESSION_DIR}/{RULES_DIR}",
+                              "CLINE_SANDBOX": "1",
+                              "CLINE_SANDBOX_DATA_DIR": "/home/u/.cline/data"}
     [rule] = [f for f in launch.files if f.path == RULE]
     assert rule.text == launch.instructions and rule.text.startswith("amux memory protocol")
     assert not rule.private and launch.channel == "mcp"
+
+
+def test_sandbox_mode_keeps_the_users_data_or_is_left_out_with_a_warning() -> None:
+    """Cline's UI starts no background daemon in sandbox mode; its data directory is the
+    user's own. A user's own value of what sandbox mode replaces, or an endpoint (whose
+    provider file it would replace), keeps the launch out of it: a UI launch says why."""
+    data = FakeProbe({}, env={"HOME": "/home/u", "CLINE_DATA_DIR": "/d"})
+    assert plan("Hi there.", probe=data).env.set["CLINE_SANDBOX_DATA_DIR"] == "/d"
+    theirs = FakeProbe({}, env={"HOME": "/home/u", "CLINE_SESSION_DATA_DIR": "/s"})
+    assert "CLINE_SANDBOX" not in plan("Hi there.", probe=theirs).env.set
+    assert not plan("Hi there.", probe=theirs).warnings
+    assert plan(probe=theirs).warnings == (DAEMON,)  # the UI
+    pointed = plan(endpoint=EndpointRequest("http://h/v1", "m"))
+    assert "CLINE_SANDBOX" not in pointed.env.set and pointed.warnings == (DAEMON,)
 
 
 def test_a_rules_root_variable_of_the_users_is_left_as_it_is() -> None:

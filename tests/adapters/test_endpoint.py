@@ -47,6 +47,9 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
     extra = len(pointed.argv) - len(bare.argv)
     assert pointed.argv[:1] + pointed.argv[1 + extra:] == bare.argv
     merged = {"OPENCODE_CONFIG_CONTENT"}  # one JSON text: its keys are compared below
+    # Cline's sandbox mode would replace the endpoint's provider file: an endpoint takes the
+    # launch out of it (tests/adapters/test_cline.py)
+    merged |= {"CLINE_SANDBOX", "CLINE_SANDBOX_DATA_DIR"}
     assert {k: v for k, v in pointed.env.set.items() if k in bare.env.set and k not in merged} == {
         k: v for k, v in bare.env.set.items() if k not in merged}
     assert pointed.suppression == bare.suppression and pointed.channel == bare.channel

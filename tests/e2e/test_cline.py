@@ -70,11 +70,17 @@ def no_leftover_processes(tmp_path: Path) -> Iterator[None]:
     """Nothing a test's Cline started (a run, an MCP server, a background hub daemon)
     is left when it ends: whatever is, is killed and fails the test."""
     yield
-    left = processes_below(tmp_path)
+    left = {pid: _cmdline(pid) for pid in processes_below(tmp_path)}
     for pid in left:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     assert not left, f"processes left behind: {left}"
+
+
+def _cmdline(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    return "?"
 
 
 def user_setup(root: Path, model: MockModel, **extra: str) -> tuple[dict[str, str], Path]:
