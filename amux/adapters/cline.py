@@ -322,6 +322,8 @@ class ClineAdapter:
         endpoint = _endpoint(request.endpoint, request.files_dir)
         memory = request.memory
         if memory is None:  # Cline as it is
+            if endpoint is not None and self.starts_ui(tuple(args)):
+                warnings.append(DAEMON)  # its local backend does not keep the UI's away
             plan = LaunchPlan((request.executable, *args), agent_session=ref,
                               warnings=tuple(warnings))
             return with_endpoint(plan, endpoint)

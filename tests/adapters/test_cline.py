@@ -90,6 +90,8 @@ def test_sandbox_mode_keeps_the_users_data_or_is_left_out_with_a_warning() -> No
     assert plan(probe=theirs).warnings == (DAEMON,)  # the UI
     pointed = plan(endpoint=EndpointRequest("http://h/v1", "m"))
     assert "CLINE_SANDBOX" not in pointed.env.set and pointed.warnings == (DAEMON,)
+    off = plan(endpoint=EndpointRequest("http://h/v1", "m"), with_memory=False)
+    assert off.warnings == (DAEMON,)
 
 
 def test_a_rules_root_variable_of_the_users_is_left_as_it_is() -> None:
