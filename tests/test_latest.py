@@ -10,33 +10,10 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pytest
-
 from fixtures import latest
 
 ROOT = Path(__file__).resolve().parents[1]
 TODAY = datetime(2026, 12, 5, tzinfo=UTC)
-
-
-@pytest.mark.parametrize(("version", "wanted", "fits"), [
-    ("20.20.2", ">=22.19.0", False),
-    ("22.20.0", ">=22.19.0", True),
-    ("22.19.0", ">=22.19.0", True),
-    ("20.20.2", ">=20", True),
-    ("20.20.2", ">=18.0.0 <21", True),
-    ("22.20.0", ">=18.0.0 <21", False),
-    ("20.20.2", "^18.17.0 || >=20.5.0", True),
-    ("19.0.0", "^18.17.0 || >=20.5.0", False),
-    ("18.20.0", "^18.17.0 || >=20.5.0", True),
-    ("22.20.0", "22.x", True),
-    ("22.20.0", "20", False),
-    ("20.20.2", "~20.20.0", True),
-    ("20.21.0", "~20.20.0", False),
-    ("24.1.0", "*", True),
-    ("20.20.2", "> 16", False),  # a space after the operator is not a form npm's engines use
-])
-def test_node_ranges_as_npm_reads_engines(version: str, wanted: str, fits: bool) -> None:
-    assert latest.satisfies(version, wanted) is fits
 
 
 def row(package: str = "@earendil-works/pi-coding-agent") -> latest.Row:
