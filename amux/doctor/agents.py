@@ -93,12 +93,10 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
     requirements: list[dict[str, Any]] = []
     findings: list[Finding] = []
     if node["satisfied"] is False:
-        needed = node["requires"]
         findings.append(Finding(
-            label, f"{name}'s package declares node {needed}, and the node on PATH is "
-            f"{node['found']}: it may fail to start or misbehave", f"install Node.js "
-            f"{_least_major(needed) or needed} or newer (e.g. `nvm install "
-            f"{_least_major(needed) or 'node'}`), then check again", "note"))
+            label, f"{name}'s package declares node {node['requires']}, and the node on PATH "
+            f"is {node['found']}: it may fail to start or misbehave",
+            f"{node_fix(node['requires'])}, then check again", "note"))
     for requirement in adapter.requires:
         if requirement.kind == "flag":
             where = "`" + " ".join((name, *requirement.help_args)) + "`"
@@ -132,6 +130,13 @@ def node_check(executable: str, probe: SystemProbe) -> dict[str, Any]:
     found = _node_version(probe)
     satisfied = None if requires is None or found is None else satisfies(found, requires)
     return {"requires": requires, "found": found, "satisfied": satisfied}
+
+
+def node_fix(requires: str) -> str:
+    """What to install for a package that declares node `requires`."""
+    least = _least_major(requires)
+    return (f"install Node.js {least or requires} or newer (e.g. `nvm install "
+            f"{least or 'node'}`) and put it first on PATH")
 
 
 def _node_version(probe: SystemProbe) -> str | None:

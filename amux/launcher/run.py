@@ -809,10 +809,27 @@ def _exit_cause(launch: Launch, env: Mapping[str, str], status: int, seconds: fl
     if no_ui:
         return no_terminal(adapter)
     probe = SystemProbe(env, os.getcwd(), run_as=launch.run_as, files=launch.files)
+    if launch.run_as is None:  # an isolated run's package is the target user's to read
+        old_node = _node_too_old(launch.plan.argv[0], probe)
+        if old_node:
+            return old_node
     try:
         return adapter.quick_exit_cause(argv, probe)
     except OSError:  # the helper acting as the agent's user failed or was stopped: unknown
         return None
+
+
+def _node_too_old(executable: str, probe: SystemProbe) -> str | None:
+    """The cause of a quick failure when the agent's npm package declares a Node.js its PATH
+    does not have (Pi 1.x needs 22.19 and dies at start on 20), as `amux doctor` says it."""
+    from amux.doctor.agents import node_check, node_fix
+
+    found = shutil.which(executable, path=probe.env.get("PATH", os.defpath))
+    node = node_check(found, probe) if found else None
+    if node is None or node["satisfied"] is not False:
+        return None
+    return (f"its package declares node {node['requires']}, and the node on PATH is "
+            f"{node['found']}: {node_fix(node['requires'])}")
 
 
 def _nothing_on_stdin() -> bool:

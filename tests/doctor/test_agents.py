@@ -185,7 +185,7 @@ def test_each_agents_node_requirement_is_checked_against_the_node_found() -> Non
     env = {**os.environ, "PATH": f"{npm_bin('claude').parent}:{os.environ['PATH']}"}
     node = subprocess.run(["node", "--version"], capture_output=True, text=True,
                           env=env).stdout.strip()
-    for name, declared in (("claude", ">=22.0.0"), ("pi", ">=20.6.0")):  # package-lock
+    for name, declared in (("claude", ">=22.0.0"), ("pi", ">=22.19.0")):  # package-lock
         agent, findings = check(name, env, Path("/nonexistent"))
         assert agent["node"]["found"] == node and agent["node"]["requires"] == declared
         said = [f for f in findings if "declares node" in f.message]
