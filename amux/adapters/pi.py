@@ -1,9 +1,28 @@
-"""Pi (`pi`): the CLI protocol through `--append-system-prompt`, memory through bash.
+"""Pi (`pi`): two routes, chosen by the version the launcher learns (`channel_of`).
 
-Pi has no MCP and no built-in long-term memory (third-party memory extensions are
-not evaluated), so nothing is suppressed: the protocol names `amux memory …`
-commands and the launcher puts a directory holding only `amux` first on PATH,
-with the connection in the environment.
+Pi from 0.99.0 (`@earendil-works/pi-coding-agent`, pinned 1.6.0) has MCP: the MCP
+protocol and the memory tools, declared to the model like every other agent's, through
+one extension file of this launch (`--extension`, in the session's own directory). It
+registers the stdio server `amux` with `exposure: "direct"` (`pi.registerMcpServer`: the
+user's `mcp.json` servers keep their own exposure, `codemode` by default; a server of
+theirs named `amux` wins, as Pi lets a file's server win) and, in `before_agent_start`,
+puts the frozen text where `--append-system-prompt` puts it (`systemPromptOptions.
+appendSystemPrompt`, Pi's `<addendum>`): after what Pi itself appends (its
+`APPEND_SYSTEM.md`, the project's only when Pi trusts the project), or, when the user gave
+`--append-system-prompt`, in place of it with their values (taken out of argv, read as Pi
+reads them, frozen with the protocol), as the flag replaces Pi's discovery. Pi's own
+discovery, trust and context files are left to Pi. Sessions: `--session-id ID` (a UUID
+chosen up front from the session's own file name), the same to resume.
+
+Older Pi (the `@mariozechner` package, up to 0.73.1) has no MCP and no
+`--session-id`: the command-line route below, unchanged. Pi has no built-in long-term
+memory in either (1.6.0's built-in extensions are `mcp`, `codemode`, `tool-search` and
+`llama.cpp`, and it ships no skills; third-party memory extensions are not evaluated), so
+nothing is suppressed.
+
+The command-line route: the protocol names `amux memory …` commands and the launcher
+puts a directory holding only `amux` first on PATH, with the connection in the
+environment.
 
 Instructions (as Pi 0.73.1 reads them, `core/resource-loader.js`): any
 `--append-system-prompt` replaces Pi's own discovery, so amux's one flag would
@@ -18,10 +37,12 @@ after it. The merged text goes to Pi as a file, `--append-system-prompt FILE`
 (0600 in the session's own directory, rewritten from the frozen text before every
 launch): out of `ps` and of the 128 KiB limit of one argument.
 
-Sessions: `--session FILE` chosen up front, the same file to resume. `--no-session`
+Sessions: `--session FILE` chosen up front, the same file to resume (a session started so
+resumes so on any Pi). `--no-session`
 is Pi's ephemeral mode and is passed through: no `--session` then, Pi writes no
 session file, and the amux session is recorded as not resumable. The user's own
-`--session`, `--continue`, `--resume`, `--fork` and `--session-dir` are refused.
+`--session`, `--session-id`, `--continue`, `--resume`, `--fork` and `--session-dir` are
+refused.
 """
 
 from __future__ import annotations
@@ -43,6 +64,7 @@ from amux.adapters.base import (
     FirstRequest,
     Headless,
     LaunchPlan,
+    Memory,
     ModelApi,
     NoTerminal,
     PlanFile,
@@ -51,6 +73,7 @@ from amux.adapters.base import (
     RequestSize,
     Requirement,
     ResumeFlagRefused,
+    chosen_uuid,
     endpoint_api,
     first_line_version,
     first_operand,
@@ -74,8 +97,32 @@ EPHEMERAL = ("started with Pi's --no-session, an ephemeral session: Pi kept noth
 _VALUE_OPTIONS = frozenset({
     "--mode", "--provider", "--model", "--api-key", "--system-prompt", APPEND, "--session",
     "--fork", "--session-dir", "--models", "--tools", "-t", "--thinking", "--export",
-    "--extension", "-e", "--skill", "--prompt-template", "--theme"})
+    "--extension", "-e", "--skill", "--prompt-template", "--theme",
+    # Pi 1.x
+    "--session-id", "--name", "-n", "--exclude-tools", "-xt", "--use-theme", "--tui-mode"})
 """Pi's options that take the next argument as their value (`cli/args.js`)."""
+MCP_SINCE = (0, 99, 0)
+"""The first Pi with MCP and `pi.registerMcpServer` (its CHANGELOG)."""
+MCP_FILE = "pi-amux.js"
+"""The extension of a launch on the MCP route, in the session's own directory."""
+SESSION_NAMESPACE = "5b0c7a46-3c4f-5d8e-9a51-6f2e0d7c1b94"
+"""The UUID namespace of the Pi session ids amux chooses (`chosen_uuid`)."""
+NO_MCP = ("--no-mcp", "--no-extensions", "-ne")
+"""The user's options that leave Pi without MCP support (`-ne` turns its built-in `mcp`
+extension off), so without the memory tools."""
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """`1.6.0` → (1, 6, 0); None when it does not start with a dotted number."""
+    head = (version or "").strip().lstrip("v").split("-")[0].split("+")[0]
+    parts = head.split(".")
+    return tuple(int(part) for part in parts) if all(p.isdigit() for p in parts) else None
+
+
+def has_mcp(version: str | None) -> bool:
+    """Whether a Pi of `version` has MCP (an unknown version: no, the route every Pi runs)."""
+    found = version_tuple(version)
+    return found is not None and found >= MCP_SINCE
 
 
 def _options(args: tuple[str, ...]) -> tuple[list[str], list[str], bool]:
@@ -133,6 +180,25 @@ def _discovered(probe: Probe) -> str | None:
         if text is not None:
             return text
     return None
+
+
+def _mcp_extension(memory: Memory, text: str, replace: bool) -> str:
+    """The extension of one launch on the MCP route (module doc). JSON with every non-ASCII
+    character escaped is a JavaScript literal."""
+    server = {"command": memory.mcp_command[0], "args": list(memory.mcp_command[1:]),
+              "env": dict(memory.env), "exposure": "direct",
+              "description": "amux shared memory"}
+    joined = ("text" if replace else
+              "options.appendSystemPrompt ? `${options.appendSystemPrompt}\\n\\n${text}` : text")
+    return ("// amux run: this launch's memory tools and instructions (written by amux, for "
+            "this session only)\n"
+            f"const text = {json.dumps(text)};\n"
+            "export default function (pi) {\n"
+            f"  pi.registerMcpServer(\"amux\", {json.dumps(server, sort_keys=True)});\n"
+            "  pi.on(\"before_agent_start\", (event) => {\n"
+            "    const options = event.systemPromptOptions;\n"
+            f"    options.appendSystemPrompt = {joined};\n"
+            "  });\n}\n")
 
 
 ENDPOINT_FILE = "pi-endpoint.js"
@@ -233,14 +299,24 @@ class PiAdapter:
     session_files = no_session_files
     user_settings = no_user_settings
 
+    def channel_of(self, version: str | None) -> Channel:
+        """The channel of a launch of a Pi of `version` (module doc)."""
+        return "mcp" if has_mcp(version) else "cli"
+
     def own_resume(self, ref: str) -> tuple[str, ...] | None:
-        return ("--session", ref)
+        return ("--session", ref)  # a file or an id: Pi's `--session` opens either
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
+        """The session's own file; on the MCP route the plan names the session by an id
+        made from it (`_session_id`)."""
         return os.path.join(state_dir, "pi-session.jsonl")
 
     def kept_session(self, ref: str, env: Mapping[str, str]) -> tuple[str, str] | None:
-        return os.path.dirname(ref), os.path.basename(ref)  # the file amux names
+        if os.path.isabs(ref):
+            return os.path.dirname(ref), os.path.basename(ref)  # the file amux names
+        # Pi 1.x: `<sessions>/--<cwd>--/<time>_<id>.jsonl`, under its agent directory
+        # unless PI_CODING_AGENT_SESSION_DIR says otherwise.
+        return _sessions_dir(env), f"*_{ref}.jsonl"
 
     def headless(self, home: str, scratch: str) -> Headless:
         """`pi -p …`, offline (no update or model-list checks)."""
@@ -249,17 +325,19 @@ class PiAdapter:
                                                       "PI_OFFLINE": "1"}), dirs=(agent_dir,))
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
-        refuse(request.args, ("--session", "--continue", "-c", "--resume", "-r", "--fork",
-                              "--session-dir"), "Pi")
+        refuse(request.args, ("--session", "--session-id", "--continue", "-c", "--resume",
+                              "-r", "--fork", "--session-dir"), "Pi")
+        if has_mcp(request.version) and request.memory is not None:
+            return _mcp_plan(request)
         args, appended, no_session = _options(request.args)
         if no_session and request.resume:
             raise ResumeFlagRefused(
                 "--no-session would start a new, ephemeral Pi session instead of resuming "
                 "this one; resume without it, or start a new one with `amux run pi -- "
                 "--no-session …`")
-        agent_session = None if no_session else request.agent_session
+        agent_session = None if no_session else _session_ref(request)
         not_resumable = EPHEMERAL if no_session else None
-        session = ["--session", agent_session] if agent_session else []
+        session = _session_args(agent_session)
         memory = request.memory
         endpoint = _endpoint(request)
         if memory is None:
@@ -283,3 +361,67 @@ class PiAdapter:
                        channel="cli",
                        instructions=instructions, files=files, agent_session=agent_session,
                        not_resumable=not_resumable, warnings=tuple(ignored)), endpoint)
+
+
+def _sessions_dir(env: Mapping[str, str]) -> str:
+    """Where Pi 1.x keeps its sessions (a directory per cwd below it)."""
+    found = env.get("PI_CODING_AGENT_SESSION_DIR")
+    if found:
+        return found
+    home = env.get("HOME") or os.path.expanduser("~")
+    agent_dir = env.get("PI_CODING_AGENT_DIR") or os.path.join(home, ".pi", "agent")
+    if agent_dir == "~" or agent_dir.startswith("~/"):
+        agent_dir = home + agent_dir[1:]
+    return os.path.join(agent_dir, "sessions")
+
+
+def _session_ref(request: AgentRequest) -> str | None:
+    """The Pi session of this launch: a new one's file (the command-line route), or on the
+    MCP route a UUID made from that file's path, with which Pi keeps it where it keeps
+    its own (`--session-id`); a resumed one's as it was recorded."""
+    ref = request.agent_session
+    if ref is None or request.resume or not has_mcp(request.version):
+        return ref
+    return chosen_uuid(SESSION_NAMESPACE, ref)
+
+
+def _session_args(ref: str | None) -> list[str]:
+    """`--session FILE` for a session file, `--session-id ID` for an id."""
+    if ref is None:
+        return []
+    return ["--session", ref] if os.path.isabs(ref) else ["--session-id", ref]
+
+
+def _mcp_plan(request: AgentRequest) -> LaunchPlan:
+    """A launch with memory of a Pi with MCP (module doc)."""
+    memory = request.memory
+    assert memory is not None
+    if request.files_dir is None:
+        raise PlanRefused("Pi needs the session's directory for its extension")
+    args, appended, no_session = _options(request.args)
+    if no_session and request.resume:
+        raise ResumeFlagRefused(
+            "--no-session would start a new, ephemeral Pi session instead of resuming "
+            "this one; resume without it, or start a new one with `amux run pi -- "
+            "--no-session …`")
+    agent_session = None if no_session else _session_ref(request)
+    # The user's own --append-system-prompt values replace Pi's discovery, as the flag
+    # does; without them Pi's own discovered text comes first (the extension adds to it).
+    given = list(request.user_instructions) if appended else []
+    instructions = (request.frozen_instructions
+                    or merge_instructions(given, memory.protocol) or "")
+    replace = instructions != memory.protocol
+    warnings = ignored_on_resume(request, APPEND, appended,
+                                 merge_instructions(appended, memory.protocol))
+    off = [flag for flag in NO_MCP if flag in args]
+    if off:
+        warnings.append(f"{off[0]} leaves Pi without MCP: it will not offer the memory "
+                        "tools; launch without it for memory")
+    path = os.path.join(request.files_dir, MCP_FILE)
+    argv = (request.executable, *_session_args(agent_session), "--extension", path, *args)
+    return with_endpoint(
+        LaunchPlan(argv, channel="mcp", instructions=instructions,
+                   files=(PlanFile(path, _mcp_extension(memory, instructions, replace)),),
+                   agent_session=agent_session,
+                   not_resumable=EPHEMERAL if no_session else None,
+                   warnings=tuple(warnings)), _endpoint(request))

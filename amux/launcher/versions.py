@@ -20,12 +20,12 @@ VERSION_TIMEOUT_SECONDS = 10.0
 
 def cached_version(home: Path, adapter: Adapter, executable: str,
                    env: Mapping[str, str] | None = None,
-                   run_as: RunAs | None = None) -> str | None:
+                   run_as: RunAs | None = None, ask: bool = True) -> str | None:
     """The agent's version as its adapter reads it, remembered per binary. Asked with
     `env` (default ours), as `run_as` (an isolated run's target: the agent may read its
     config and cwd to answer, which are the target's), the way every short command of a
     launch runs (`SystemProbe.run`: its own session, killed with all it started at the
-    timeout)."""
+    timeout). Without `ask`, only a version remembered before (a dry run starts nothing)."""
     if adapter.version_args is None:
         return None
     real = os.path.realpath(executable)
@@ -41,6 +41,8 @@ def cached_version(home: Path, adapter: Adapter, executable: str,
         cache = {}
     if isinstance(cache, dict) and isinstance(cache.get(key), str):
         return str(cache[key])
+    if not ask:
+        return None
     probe = SystemProbe(os.environ if env is None else env, os.getcwd(), run_as=run_as)
     done = probe.run([executable, *adapter.version_args], timeout=VERSION_TIMEOUT_SECONDS,
                      env=adapter.probe_env)
