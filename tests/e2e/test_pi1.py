@@ -135,7 +135,7 @@ def test_pi1_saves_recalls_corrects_forgets_and_resumes(memory_hub: HubProcess,
     protocol = render("mcp")
     assert first["channel"] == "mcp" and first["adapter_version"] == "1.6.0"
     # (1) Pi's own prompt, the user's appended text then the protocol in its addendum.
-    assert addendum(opening) == f"{GLOBAL_APPEND}\n\n\n{protocol}"  # the file ends in \\n
+    assert addendum(opening) == f"{GLOBAL_APPEND}\n\n\n{protocol}"  # its file ends in a newline
     text = system(opening)
     assert PROJECT_APPEND not in text  # untrusted project: Pi skips it, and so does amux
     assert GLOBAL_AGENTS in text and PROJECT_AGENTS in text and text.count(protocol) == 1
@@ -210,5 +210,5 @@ def test_pi1_without_memory_and_with_the_hub_down(hub: HubProcess, tmp_path: Pat
     for request in model.main():
         assert not AMUX_TOOLS & set(declared(request))
         assert "amux memory protocol" not in system(request)
-        assert addendum(request) == GLOBAL_APPEND  # (Pi trims the end)
+        assert addendum(request) == GLOBAL_APPEND + "\n"  # the file as it is
     assert all(state["agent_session"] for state in sessions(hub))
