@@ -66,3 +66,15 @@ def node22_dir() -> Path:
 def with_node22(env: dict[str, str]) -> dict[str, str]:
     """`env` with Node 22 first on its PATH (`node22_dir`)."""
     return {**env, "PATH": os.pathsep.join([str(node22_dir()), env.get("PATH", os.defpath)])}
+
+
+def peer_env(name: str, env: dict[str, str]) -> dict[str, str]:
+    """`env` for running peer `name`: with Node 22 first on PATH when its package declares
+    a Node that the one on `env`'s PATH does not satisfy (Pi 1.x's >= 22.19 on a machine's
+    Node 20), as `amux doctor` reads it; else `env` as it is."""
+    from amux.doctor.agents import node_check
+    from amux.launcher.probe import SystemProbe
+
+    executable = str(npm_bin(name))
+    node = node_check(executable, SystemProbe(env, "/", executable=executable))
+    return with_node22(env) if node["satisfied"] is False else env

@@ -16,7 +16,7 @@ import pytest
 from amux.adapters import ADAPTERS
 from amux.adapters.install import install_hint
 from amux.doctor import agents
-from tests.peers import npm_bin
+from tests.peers import npm_bin, peer_env
 
 NAMES = sorted(ADAPTERS)
 T = TypeVar("T")
@@ -57,7 +57,8 @@ esac
 @pytest.mark.parametrize("name", NAMES)
 def test_the_pinned_agent_has_everything_its_adapter_relies_on(name: str,
                                                                 tmp_path: Path) -> None:
-    seen, findings = agents.check(name, env_with(npm_bin(name).parent), tmp_path / "home")
+    seen, findings = agents.check(name, peer_env(name, env_with(npm_bin(name).parent)),
+                                  tmp_path / "home")
     assert [f for f in findings if "declares node" not in f.message] == []  # node: its own
     assert seen["found"] and seen["version"]
     assert [r["present"] for r in seen["requirements"]] == [True] * len(ADAPTERS[name].requires)
@@ -185,7 +186,7 @@ def test_each_agents_node_requirement_is_checked_against_the_node_found() -> Non
     env = {**os.environ, "PATH": f"{npm_bin('claude').parent}:{os.environ['PATH']}"}
     node = subprocess.run(["node", "--version"], capture_output=True, text=True,
                           env=env).stdout.strip()
-    for name, declared in (("claude", ">=22.0.0"), ("pi", ">=20.6.0")):  # package-lock
+    for name, declared in (("claude", ">=22.0.0"), ("pi", ">=22.19.0")):  # package-lock
         agent, findings = check(name, env, Path("/nonexistent"))
         assert agent["node"]["found"] == node and agent["node"]["requires"] == declared
         said = [f for f in findings if "declares node" in f.message]
@@ -196,3 +197,32 @@ def test_each_agents_node_requirement_is_checked_against_the_node_found() -> Non
             assert finding.fix is not None and "nvm install" in finding.fix
         else:
             assert said == []
+
+
+def test_pi_1x_on_node_20_is_named_with_the_fix(tmp_path: Path) -> None:
+    """The real Pi 1.6.0 with a Node older than its `engines` (>= 22.19) first on PATH: it
+    fails at start (it cannot even say its version), and the doctor says which Node it
+    needs and how to get it; with the test extra's Node 22 first, nothing is said."""
+    import subprocess
+
+    from tests.peers import node22_dir
+
+    pi = npm_bin("pi")
+    old = tmp_path / "old-node"
+    old.mkdir()
+    (old / "node").symlink_to("/usr/bin/node")
+    env = {**os.environ, "PATH": f"{old}:{pi.parent}:/usr/bin:/bin"}
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True,
+                          env=env).stdout.strip()
+    if agents.satisfies(node, ">=22.19.0") is not False:
+        pytest.skip(f"the machine's node is {node}, which Pi 1.x runs on")
+    seen, findings = agents.check("pi", env, tmp_path / "home")
+    assert seen["version"] is None  # Pi did not start
+    [said] = [f for f in findings if "declares node" in f.message]
+    assert f"declares node >=22.19.0, and the node on PATH is {node}" in said.message
+    assert said.fix is not None and "install Node.js 22 or newer" in said.fix
+    assert "nvm install 22" in said.fix
+    seen, findings = agents.check("pi", {**env, "PATH": f"{node22_dir()}:{env['PATH']}"},
+                                  tmp_path / "home")
+    assert seen["version"] == "1.6.0"
+    assert [f for f in findings if "declares node" in f.message] == []

@@ -20,19 +20,21 @@ from typing import Any
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
 from tests.e2e.story import (
+    FIRST,
     PATH,
     PROMPTS,
+    SECOND,
     USER_MCP,
     amux_run,
     bounded,
     check_store_story,
+    revision,
     sessions,
 )
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall
 from tests.mockmodel.agents import pi_env
 from tests.peers import npm_bin
-from tests.e2e.story import FIRST, SECOND, revision
 
 GLOBAL_APPEND = "GLOBAL-APPEND-LINE: answer in French."
 GLOBAL_AGENTS = "GLOBAL-AGENTS-LINE: the user is Ada."
