@@ -94,11 +94,15 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
     findings: list[Finding] = []
     if node["satisfied"] is False:
         needed = node["requires"]
+        # An agent that cannot even say its version did not start (Pi 1.x on Node 20): a
+        # problem; one that answered runs here all the same, and may misbehave: a note.
         findings.append(Finding(
             label, f"{name}'s package declares node {needed}, and the node on PATH is "
-            f"{node['found']}: it may fail to start or misbehave", f"install Node.js "
-            f"{_least_major(needed) or needed} or newer (e.g. `nvm install "
-            f"{_least_major(needed) or 'node'}`), then check again", "note"))
+            f"{node['found']}: " + ("it may fail to start or misbehave" if version else
+                                    f"{name} does not start with it"),
+            f"install Node.js {_least_major(needed) or needed} or newer (e.g. `nvm install "
+            f"{_least_major(needed) or 'node'}`), then check again",
+            "note" if version else "problem"))
     for requirement in adapter.requires:
         if requirement.kind == "flag":
             where = "`" + " ".join((name, *requirement.help_args)) + "`"

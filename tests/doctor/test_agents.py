@@ -175,8 +175,9 @@ def test_node_ranges_read_as_npm_reads_them(version: str, requires: str,
 
 
 def test_each_agents_node_requirement_is_checked_against_the_node_found() -> None:
-    """Claude Code declares node >= 22 and the machine may have 20: the doctor says which
-    agent needs what (a note: it runs here all the same)."""
+    """Claude Code declares node >= 22 and Pi 1.x >= 22.19, and the machine may have 20: the
+    doctor says which agent needs what (a note for Claude, which runs here all the same; a
+    problem for Pi, which does not start)."""
     import os
     import subprocess
 
@@ -192,7 +193,8 @@ def test_each_agents_node_requirement_is_checked_against_the_node_found() -> Non
         said = [f for f in findings if "declares node" in f.message]
         if agent["node"]["satisfied"] is False:
             [finding] = said
-            assert finding.severity == "note"
+            # a note for an agent that runs all the same; Pi 1.x does not start: a problem
+            assert finding.severity == ("note" if agent["version"] else "problem")
             assert f"declares node {declared}, and the node on PATH is {node}" in finding.message
             assert finding.fix is not None and "nvm install" in finding.fix
         else:
@@ -220,6 +222,7 @@ def test_pi_1x_on_node_20_is_named_with_the_fix(tmp_path: Path) -> None:
     assert seen["version"] is None  # Pi did not start
     [said] = [f for f in findings if "declares node" in f.message]
     assert f"declares node >=22.19.0, and the node on PATH is {node}" in said.message
+    assert said.message.endswith("pi does not start with it") and said.severity == "problem"
     assert said.fix is not None and "install Node.js 22 or newer" in said.fix
     assert "nvm install 22" in said.fix
     seen, findings = agents.check("pi", {**env, "PATH": f"{node22_dir()}:{env['PATH']}"},
