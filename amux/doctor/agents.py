@@ -94,8 +94,9 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
     findings: list[Finding] = []
     if node["satisfied"] is False:
         needed = node["requires"]
-        # An agent that cannot even say its version did not start (Pi 1.x on Node 20): a
-        # problem; one that answered runs here all the same, and may misbehave: a note.
+        # An agent that answered runs here all the same, and may misbehave: a note. One that
+        # cannot even say its version does not start (Pi 1.x on Node 20): a problem, and its
+        # help cannot tell which flags it has, so they are not called missing.
         findings.append(Finding(
             label, f"{name}'s package declares node {needed}, and the node on PATH is "
             f"{node['found']}: " + ("it may fail to start or misbehave" if version else
@@ -103,14 +104,17 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
             f"install Node.js {_least_major(needed) or needed} or newer (e.g. `nvm install "
             f"{_least_major(needed) or 'node'}`), then check again",
             "note" if version else "problem"))
+    unstarted = node["satisfied"] is False and version is None
     for requirement in adapter.requires:
         if requirement.kind == "flag":
             where = "`" + " ".join((name, *requirement.help_args)) + "`"
-            present = in_help(helps[requirement.help_args].result(), requirement.name)
+            present = (None if unstarted else
+                       in_help(helps[requirement.help_args].result(), requirement.name))
         else:
             where, present = "its installed code", found[requirement.name]
         requirements.append({**requirement._asdict(), "present": present, "where": where})
-        finding = _finding(label, name, version, requirement, present, where)
+        finding = (None if unstarted and present is None else
+                   _finding(label, name, version, requirement, present, where))
         if finding is not None:
             findings.append(finding)
     return ({"name": name, "found": True, "path": executable,

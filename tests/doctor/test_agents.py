@@ -223,6 +223,8 @@ def test_pi_1x_on_node_20_is_named_with_the_fix(tmp_path: Path) -> None:
     [said] = [f for f in findings if "declares node" in f.message]
     assert f"declares node >=22.19.0, and the node on PATH is {node}" in said.message
     assert said.message.endswith("pi does not start with it") and said.severity == "problem"
+    assert [f for f in findings if f is not said and f.severity == "problem"] == []
+    assert {r["present"] for r in seen["requirements"] if r["kind"] == "flag"} == {None}
     assert said.fix is not None and "install Node.js 22 or newer" in said.fix
     assert "nvm install 22" in said.fix
     seen, findings = agents.check("pi", {**env, "PATH": f"{node22_dir()}:{env['PATH']}"},
