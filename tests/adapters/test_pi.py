@@ -4,12 +4,14 @@ its ephemeral `--no-session`. The real Pi runs in tests/e2e/test_pi.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 import pytest
 
 from amux.adapters.base import AgentRequest, LaunchPlan, Memory, PlanFile, ResumeFlagRefused
 from amux.adapters.pi import EPHEMERAL, PiAdapter
+from amux.envpatch import EnvPatch
 from amux.protocol.render import render
 from tests.adapting import FakeProbe
 
@@ -115,3 +117,110 @@ def test_no_session_on_resume_and_fork_are_refused() -> None:
         plan("--no-session", resume=True, frozen="x")
     with pytest.raises(ResumeFlagRefused, match="amux run --resume"):
         plan("--fork", "abc")
+
+
+# -- Pi with MCP (0.99.0 on; pinned 1.6.0) -------------------------------------------------
+
+MCP_MEMORY = MEMORY._replace(protocol=render("mcp"))
+
+
+def mcp_plan(*args: str, user: tuple[str, ...] = (), resume: bool = False,
+             frozen: str | None = None, ref: str = f"{SESSION_DIR}/pi-session.jsonl",
+             version: str | None = "1.6.0", memory: Memory | None = MCP_MEMORY) -> LaunchPlan:
+    return PI.plan(AgentRequest(
+        executable="/usr/bin/pi", args=args, memory=memory, user_instructions=user,
+        frozen_instructions=frozen, agent_session=ref, resume=resume, files_dir=SESSION_DIR,
+        version=version))
+
+
+@pytest.mark.parametrize(("version", "channel"), [
+    ("1.6.0", "mcp"), ("0.99.0", "mcp"), ("v1.0.0-beta.1", "mcp"), ("0.98.9", "cli"),
+    ("0.73.1", "cli"), (None, "cli"), ("pi 2", "cli"), ("fake-agent 1.0", "cli")])
+def test_the_version_chooses_the_route(version: str | None, channel: str) -> None:
+    from amux.adapters.base import channel_for
+
+    assert channel_for(PI, version) == channel
+    assert PI.channel == "cli"  # a version not known: the route every Pi runs
+
+
+def test_pi_with_mcp_gets_the_tools_and_the_protocol_from_one_extension() -> None:
+    launch = mcp_plan("-p", "hi")
+    path = f"{SESSION_DIR}/pi-amux.js"
+    [session_id] = [launch.argv[2]]
+    assert launch.argv == ("/usr/bin/pi", "--session-id", session_id, "--extension", path,
+                           "-p", "hi")
+    assert launch.channel == "mcp" and launch.instructions == render("mcp")
+    assert launch.agent_session == session_id and not session_id.startswith("/")
+    assert launch.env == EnvPatch()  # no `amux` on PATH: the tools are MCP's
+    [extension] = launch.files
+    assert extension.path == path and extension.mode == 0o600
+    text = extension.text
+    server = json.loads(text.split('pi.registerMcpServer("amux", ', 1)[1].split(");\n")[0])
+    assert server == {"command": "/opt/amux", "args": ["memory", "mcp"],
+                      "env": {"AMUX_MEMORY_CONFIG": "/run/s/memory.json"},
+                      "exposure": "direct", "description": "amux shared memory"}
+    assert f"const text = {json.dumps(render('mcp'))};" in text
+    # no flag of the user's: after what Pi appends itself (its APPEND_SYSTEM.md)
+    assert "options.appendSystemPrompt ? `${options.appendSystemPrompt}\\n\\n${text}` : text" \
+        in text
+    assert "AMUX_TOKEN" not in text and "amux_" not in text
+
+
+def test_the_users_append_system_prompt_is_frozen_with_the_protocol() -> None:
+    launch = mcp_plan("--append-system-prompt", "extra.md", "-p", "hi", user=("From a file.",))
+    assert launch.instructions == f"From a file.\n\n{render('mcp')}"
+    assert "--append-system-prompt" not in launch.argv  # it replaced Pi's discovery: so do we
+    assert "options.appendSystemPrompt = text;" in launch.files[0].text
+    assert f"const text = {json.dumps(launch.instructions)};" in launch.files[0].text
+    again = mcp_plan("-p", "more", resume=True, ref=launch.agent_session or "",
+                     frozen=launch.instructions)
+    assert again.files == launch.files and again.argv[1:3] == launch.argv[1:3]
+    plain = mcp_plan("-p", "more", resume=True, ref=launch.agent_session or "",
+                     frozen=render("mcp"))
+    assert "options.appendSystemPrompt ? " in plain.files[0].text
+
+
+def test_the_session_id_is_chosen_up_front_and_kept() -> None:
+    first, second = mcp_plan("-p", "hi"), mcp_plan("-p", "hi", ref="/other/pi-session.jsonl")
+    assert first.agent_session == mcp_plan("-p", "again").agent_session  # the same every time
+    assert first.agent_session != second.agent_session
+    resumed = mcp_plan("-p", "x", resume=True, ref="abc-123", frozen=render("mcp"))
+    assert resumed.argv[1:3] == ("--session-id", "abc-123")
+    # A session started on the command-line route resumes as it started, on any Pi.
+    old = mcp_plan("-p", "x", resume=True, ref=f"{SESSION_DIR}/pi-session.jsonl",
+                   frozen=render("mcp"))
+    assert old.argv[1:3] == ("--session", f"{SESSION_DIR}/pi-session.jsonl")
+    env = {"HOME": "/home/u"}
+    assert PI.kept_session("abc-123", env) == ("/home/u/.pi/agent/sessions", "*_abc-123.jsonl")
+    assert PI.kept_session("abc", {**env, "PI_CODING_AGENT_DIR": "/cfg"}) == (
+        "/cfg/sessions", "*_abc.jsonl")
+    assert PI.kept_session("abc", {**env, "PI_CODING_AGENT_SESSION_DIR": "/s"}) == (
+        "/s", "*_abc.jsonl")
+    assert PI.kept_session(f"{SESSION_DIR}/pi-session.jsonl", env) == (
+        SESSION_DIR, "pi-session.jsonl")
+    assert PI.own_resume("abc-123") == ("--session", "abc-123")
+
+
+def test_without_memory_pi_with_mcp_is_as_it_is_with_its_session_id() -> None:
+    launch = mcp_plan("-p", "hi", memory=None)
+    assert launch.argv[:2] == ("/usr/bin/pi", "--session-id") and launch.argv[3:] == ("-p", "hi")
+    assert launch.files == () and launch.channel == "none"
+
+
+def test_options_that_turn_mcp_off_are_said_and_session_flags_refused() -> None:
+    for flag in ("--no-mcp", "--no-extensions", "-ne"):
+        [warning] = mcp_plan(flag, "-p", "hi").warnings
+        assert warning.startswith(f"{flag} leaves Pi without MCP")
+    with pytest.raises(ResumeFlagRefused, match="--session-id would resume"):
+        mcp_plan("--session-id", "mine")
+    with pytest.raises(ResumeFlagRefused, match="ephemeral"):
+        mcp_plan("--no-session", resume=True, frozen="x")
+    ephemeral = mcp_plan("--no-session", "-p", "hi")
+    assert ephemeral.not_resumable == EPHEMERAL and ephemeral.agent_session is None
+    assert "--session-id" not in ephemeral.argv
+
+
+def test_pi_before_mcp_keeps_the_command_line_route_byte_for_byte() -> None:
+    for version in ("0.73.1", None):
+        launch = mcp_plan("-p", "hi", version=version, memory=MEMORY)
+        assert launch == plan("-p", "hi")
