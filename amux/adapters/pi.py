@@ -250,7 +250,7 @@ class PiAdapter:
     without_terminal: NoTerminal = "ends"
     """It reads a prompt from stdin, and exits 0 with no output when none comes."""
     first_request: FirstRequest | None = FirstRequest(
-        "0.73.1", memory=RequestSize(7177, 1795), plain=RequestSize(5663, 1416))
+        "1.6.0", memory=RequestSize(10943, 2736), plain=RequestSize(5693, 1424))
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md")
     mcp_tool_prefix: str | None = None  # the CLI channel: `amux memory …` in its bash tool
