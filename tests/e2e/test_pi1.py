@@ -214,3 +214,21 @@ def test_pi1_without_memory_and_with_the_hub_down(hub: HubProcess, tmp_path: Pat
         assert "amux memory protocol" not in system(request)
         assert addendum(request) == GLOBAL_APPEND + "\n"  # the file as it is
     assert all(state["agent_session"] for state in sessions(hub))
+
+
+def test_pi1_dry_run_shows_the_plan_the_launch_acts_on(memory_hub: HubProcess,
+                                                      tmp_path: Path) -> None:
+    """A dry run starts nothing, not even `pi --version`: the version Pi's package declares
+    chooses the route, so it shows the MCP plan a launch then acts on."""
+    with MockModel([Text("Hi.")]) as model:
+        env, work = user_setup(tmp_path, model)
+        dry = json.loads(amux_run(memory_hub, env, work, "--dry-run", str(npm_bin("pi")), "--",
+                                  "-p", *MODEL, "Hi.").stdout)
+        pi(memory_hub, env, work, "Hi.")
+    [state] = sessions(memory_hub)
+    extension = next(w for w in dry["writes"] if w["path"].endswith("/pi-amux.js"))
+    assert dry["channel"] == state["channel"] == "mcp"
+    assert dry["argv"][1] == "--session-id" and dry["argv"][3:5] == ["--extension",
+                                                                     extension["path"]]
+    ours = memory_hub.home / "sessions" / state["id"] / "pi-amux.js"
+    assert extension["text"] == ours.read_text().replace(state["id"], dry["session"])
