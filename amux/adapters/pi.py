@@ -104,7 +104,9 @@ _VALUE_OPTIONS = frozenset({
 MCP_SINCE = (0, 99, 0)
 """The first Pi with MCP and `pi.registerMcpServer` (its CHANGELOG)."""
 MCP_FILE = "pi-amux.js"
-"""The extension of a launch on the MCP route, in the session's own directory."""
+"""The extension of every launch on the MCP route, in the amux home (`MCP_EXTENSION`)."""
+LAUNCH_FILE = "pi-amux.json"
+"""What one launch on the MCP route adds, in the session's own directory."""
 SESSION_NAMESPACE = "5b0c7a46-3c4f-5d8e-9a51-6f2e0d7c1b94"
 """The UUID namespace of the Pi session ids amux chooses (`chosen_uuid`)."""
 NO_MCP = ("--no-mcp", "--no-extensions", "-ne")
@@ -182,23 +184,37 @@ def _discovered(probe: Probe) -> str | None:
     return None
 
 
-def _mcp_extension(memory: Memory, text: str, replace: bool) -> str:
-    """The extension of one launch on the MCP route (module doc). JSON with every non-ASCII
-    character escaped is a JavaScript literal."""
+MCP_EXTENSION = """\
+// amux run: the memory tools and instructions of a Pi launched by amux (written by amux,
+// the same text for every launch). What one launch adds is in the file AMUX_PI_LAUNCH names.
+import { readFileSync } from "node:fs";
+
+export default function (pi) {
+  const path = process.env.AMUX_PI_LAUNCH;
+  if (!path) return;
+  const launch = JSON.parse(readFileSync(path, "utf8"));
+  pi.registerMcpServer("amux", launch.server);
+  pi.on("before_agent_start", (event) => {
+    const options = event.systemPromptOptions;
+    options.appendSystemPrompt = launch.replace || !options.appendSystemPrompt
+      ? launch.text : `${options.appendSystemPrompt}\\n\\n${launch.text}`;
+  });
+}
+"""
+"""The extension of every launch on the MCP route (module doc): one text at one path per
+amux home, so Pi's extension loader (jiti) compiles it once and finds it in its cache
+(`/tmp/jiti`, by path and text) at every later launch; a new file per session cost each
+launch about 125 ms and left a compiled copy behind. The launch's own data (the server,
+the frozen text, whether it replaces Pi's) is a JSON file in the session's directory."""
+LAUNCH_VARIABLE = "AMUX_PI_LAUNCH"
+
+
+def _launch_data(memory: Memory, text: str, replace: bool) -> str:
     server = {"command": memory.mcp_command[0], "args": list(memory.mcp_command[1:]),
               "env": dict(memory.env), "exposure": "direct",
               "description": "amux shared memory"}
-    joined = ("text" if replace else
-              "options.appendSystemPrompt ? `${options.appendSystemPrompt}\\n\\n${text}` : text")
-    return ("// amux run: this launch's memory tools and instructions (written by amux, for "
-            "this session only)\n"
-            f"const text = {json.dumps(text)};\n"
-            "export default function (pi) {\n"
-            f"  pi.registerMcpServer(\"amux\", {json.dumps(server, sort_keys=True)});\n"
-            "  pi.on(\"before_agent_start\", (event) => {\n"
-            "    const options = event.systemPromptOptions;\n"
-            f"    options.appendSystemPrompt = {joined};\n"
-            "  });\n}\n")
+    return json.dumps({"server": server, "text": text, "replace": replace}, indent=1,
+                      sort_keys=True) + "\n"
 
 
 ENDPOINT_FILE = "pi-endpoint.js"
@@ -417,11 +433,15 @@ def _mcp_plan(request: AgentRequest) -> LaunchPlan:
     if off:
         warnings.append(f"{off[0]} leaves Pi without MCP: it will not offer the memory "
                         "tools; launch without it for memory")
-    path = os.path.join(request.files_dir, MCP_FILE)
+    # The amux home (or an isolated target's `~/.amux`): the session directory's grandparent.
+    path = os.path.join(os.path.dirname(os.path.dirname(request.files_dir)), MCP_FILE)
+    data = os.path.join(request.files_dir, LAUNCH_FILE)
     argv = (request.executable, *_session_args(agent_session), "--extension", path, *args)
     return with_endpoint(
-        LaunchPlan(argv, channel="mcp", instructions=instructions,
-                   files=(PlanFile(path, _mcp_extension(memory, instructions, replace)),),
+        LaunchPlan(argv, env=EnvPatch({LAUNCH_VARIABLE: data}), channel="mcp",
+                   instructions=instructions,
+                   files=(PlanFile(path, MCP_EXTENSION),
+                          PlanFile(data, _launch_data(memory, instructions, replace))),
                    agent_session=agent_session,
                    not_resumable=EPHEMERAL if no_session else None,
                    warnings=tuple(warnings)), _endpoint(request))

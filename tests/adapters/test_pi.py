@@ -10,8 +10,7 @@ from collections.abc import Mapping
 import pytest
 
 from amux.adapters.base import AgentRequest, LaunchPlan, Memory, PlanFile, ResumeFlagRefused
-from amux.adapters.pi import EPHEMERAL, PiAdapter
-from amux.envpatch import EnvPatch
+from amux.adapters.pi import EPHEMERAL, MCP_EXTENSION, PiAdapter
 from amux.protocol.render import render
 from tests.adapting import FakeProbe
 
@@ -143,41 +142,46 @@ def test_the_version_chooses_the_route(version: str | None, channel: str) -> Non
     assert PI.channel == "cli"  # a version not known: the route every Pi runs
 
 
+def launch_data(launch: LaunchPlan) -> dict[str, object]:
+    [data] = [f for f in launch.files if f.path.endswith("/pi-amux.json")]
+    assert data.path == launch.env.set["AMUX_PI_LAUNCH"] and data.mode == 0o600
+    found: dict[str, object] = json.loads(data.text)
+    return found
+
+
 def test_pi_with_mcp_gets_the_tools_and_the_protocol_from_one_extension() -> None:
     launch = mcp_plan("-p", "hi")
-    path = f"{SESSION_DIR}/pi-amux.js"
-    [session_id] = [launch.argv[2]]
+    path = "/home/u/.local/share/amux/pi-amux.js"  # the amux home: one text, one path
+    session_id = launch.argv[2]
     assert launch.argv == ("/usr/bin/pi", "--session-id", session_id, "--extension", path,
                            "-p", "hi")
     assert launch.channel == "mcp" and launch.instructions == render("mcp")
     assert launch.agent_session == session_id and not session_id.startswith("/")
-    assert launch.env == EnvPatch()  # no `amux` on PATH: the tools are MCP's
-    [extension] = launch.files
-    assert extension.path == path and extension.mode == 0o600
-    text = extension.text
-    server = json.loads(text.split('pi.registerMcpServer("amux", ', 1)[1].split(");\n")[0])
-    assert server == {"command": "/opt/amux", "args": ["memory", "mcp"],
-                      "env": {"AMUX_MEMORY_CONFIG": "/run/s/memory.json"},
-                      "exposure": "direct", "description": "amux shared memory"}
-    assert f"const text = {json.dumps(render('mcp'))};" in text
-    # no flag of the user's: after what Pi appends itself (its APPEND_SYSTEM.md)
-    assert "options.appendSystemPrompt ? `${options.appendSystemPrompt}\\n\\n${text}` : text" \
-        in text
-    assert "AMUX_TOKEN" not in text and "amux_" not in text
+    assert launch.env.path == ()  # no `amux` on PATH: the tools are MCP's
+    extension = launch.files[0]
+    assert extension == PlanFile(path, MCP_EXTENSION)
+    assert launch_data(launch) == {
+        "server": {"command": "/opt/amux", "args": ["memory", "mcp"],
+                   "env": {"AMUX_MEMORY_CONFIG": "/run/s/memory.json"},
+                   "exposure": "direct", "description": "amux shared memory"},
+        "text": render("mcp"), "replace": False}  # after what Pi appends itself
+    assert mcp_plan("-p", "other", ref="/x/sessions/t/pi-session.jsonl").files[0].text == \
+        MCP_EXTENSION  # the same text for every launch: Pi's loader compiles it once
+    assert "AMUX_TOKEN" not in MCP_EXTENSION and 'registerMcpServer("amux"' in MCP_EXTENSION
 
 
 def test_the_users_append_system_prompt_is_frozen_with_the_protocol() -> None:
     launch = mcp_plan("--append-system-prompt", "extra.md", "-p", "hi", user=("From a file.",))
     assert launch.instructions == f"From a file.\n\n{render('mcp')}"
     assert "--append-system-prompt" not in launch.argv  # it replaced Pi's discovery: so do we
-    assert "options.appendSystemPrompt = text;" in launch.files[0].text
-    assert f"const text = {json.dumps(launch.instructions)};" in launch.files[0].text
+    data = launch_data(launch)
+    assert data["text"] == launch.instructions and data["replace"] is True
     again = mcp_plan("-p", "more", resume=True, ref=launch.agent_session or "",
                      frozen=launch.instructions)
     assert again.files == launch.files and again.argv[1:3] == launch.argv[1:3]
     plain = mcp_plan("-p", "more", resume=True, ref=launch.agent_session or "",
                      frozen=render("mcp"))
-    assert "options.appendSystemPrompt ? " in plain.files[0].text
+    assert launch_data(plain)["replace"] is False
 
 
 def test_the_session_id_is_chosen_up_front_and_kept() -> None:

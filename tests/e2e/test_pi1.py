@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from amux.adapters.pi import MCP_EXTENSION
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
 from tests.e2e.story import (
@@ -169,7 +170,8 @@ def test_pi1_saves_recalls_corrects_forgets_and_resumes(memory_hub: HubProcess,
         for path in root.rglob("*"):
             assert not (path.is_file() and b"amux_" in path.read_bytes()
                         and b"AMUX_TOKEN" in path.read_bytes()), path
-    assert "AMUX_TOKEN" not in (session_dir / "pi-amux.js").read_text()
+    assert "AMUX_TOKEN" not in (session_dir / "pi-amux.json").read_text()
+    assert (memory_hub.home / "pi-amux.js").read_text() == MCP_EXTENSION  # one for all
     assert tokens(memory_hub) == before
 
 
@@ -230,5 +232,7 @@ def test_pi1_dry_run_shows_the_plan_the_launch_acts_on(memory_hub: HubProcess,
     assert dry["channel"] == state["channel"] == "mcp"
     assert dry["argv"][1] == "--session-id" and dry["argv"][3:5] == ["--extension",
                                                                      extension["path"]]
-    ours = memory_hub.home / "sessions" / state["id"] / "pi-amux.js"
-    assert extension["text"] == ours.read_text().replace(state["id"], dry["session"])
+    assert extension["text"] == (memory_hub.home / "pi-amux.js").read_text() == MCP_EXTENSION
+    data = next(w for w in dry["writes"] if w["path"].endswith("/pi-amux.json"))
+    ours = memory_hub.home / "sessions" / state["id"] / "pi-amux.json"
+    assert data["text"] == ours.read_text().replace(state["id"], dry["session"])
