@@ -2,7 +2,8 @@
 
 Pi from 0.99.0 (`@earendil-works/pi-coding-agent`, pinned 1.6.0) has MCP: the MCP
 protocol and the memory tools, declared to the model like every other agent's, through
-one extension file of this launch (`--extension`, in the session's own directory). It
+one extension (`--extension`, `MCP_EXTENSION`, the same for every launch) reading what this
+launch adds from a file in the session's own directory (`AMUX_PI_LAUNCH`). It
 registers the stdio server `amux` with `exposure: "direct"` (`pi.registerMcpServer`: the
 user's `mcp.json` servers keep their own exposure, `codemode` by default; a server of
 theirs named `amux` wins, as Pi lets a file's server win) and, in `before_agent_start`,
