@@ -236,3 +236,21 @@ def test_pi1_dry_run_shows_the_plan_the_launch_acts_on(memory_hub: HubProcess,
     data = next(w for w in dry["writes"] if w["path"].endswith("/pi-amux.json"))
     ours = memory_hub.home / "sessions" / state["id"] / "pi-amux.json"
     assert data["text"] == ours.read_text().replace(state["id"], dry["session"])
+
+
+def test_pi1_trusting_the_project_is_pis_and_the_protocol_follows(memory_hub: HubProcess,
+                                                                  tmp_path: Path) -> None:
+    """The user's `--approve` (trust the project for this run): Pi then reads the
+    project's `.pi/APPEND_SYSTEM.md` in place of the global one and the project's
+    `.pi/mcp.json`; amux's text still follows Pi's own, and its tools stay direct."""
+    with MockModel([Text("Trusted.")]) as model:
+        env, work = user_setup(tmp_path, model)
+        (work / ".pi" / "mcp.json").write_text(json.dumps(
+            {"mcpServers": {"project": {"command": sys.executable, "args": [str(USER_MCP)]}}}))
+        pi(memory_hub, env, work, "--approve", "Hi.")
+    [request] = model.main()
+    assert addendum(request) == f"{PROJECT_APPEND}\n\n\n{render('mcp')}"
+    assert GLOBAL_APPEND not in system(request)
+    text = system(request)
+    assert "mcp__project (codemode)" in text and "mcp__mine (codemode)" in text
+    assert set(declared(request)) >= AMUX_TOOLS
