@@ -104,6 +104,9 @@ _VALUE_OPTIONS = frozenset({
 """Pi's options that take the next argument as their value (`cli/args.js`)."""
 MCP_SINCE = (0, 99, 0)
 """The first Pi with MCP and `pi.registerMcpServer` (its CHANGELOG)."""
+ENV_SYNTAX_SINCE = (0, 77, 0)
+"""The first Pi that reads a provider's `apiKey` as a literal unless it says `${NAME}`
+(its CHANGELOG); before it, a plain name of a variable that is set was its value."""
 MCP_FILE = "pi-amux.js"
 """The extension of every launch on the MCP route, in the amux home (`MCP_EXTENSION`)."""
 LAUNCH_FILE = "pi-amux.json"
@@ -122,10 +125,14 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     return tuple(int(part) for part in parts) if all(p.isdigit() for p in parts) else None
 
 
+def _at_least(version: str | None, since: tuple[int, ...]) -> bool:
+    found = version_tuple(version)
+    return found is not None and found >= since
+
+
 def has_mcp(version: str | None) -> bool:
     """Whether a Pi of `version` has MCP (an unknown version: no, the route every Pi runs)."""
-    found = version_tuple(version)
-    return found is not None and found >= MCP_SINCE
+    return _at_least(version, MCP_SINCE)
 
 
 def _options(args: tuple[str, ...]) -> tuple[list[str], list[str], bool]:
@@ -234,7 +241,8 @@ def _endpoint(request: AgentRequest) -> EndpointWiring | None:
     """A provider of this launch only: Pi reads providers from its own `models.json`,
     which amux must not edit, so an extension file given with `--extension` registers
     it (Chat Completions or Anthropic Messages) and `--model` names its model. The key
-    is read by Pi from the named variable; without one a placeholder."""
+    is read by Pi from the named variable (`${NAME}` from Pi 0.77.0 on, the bare name
+    before it); without one a placeholder."""
     endpoint = request.endpoint
     if endpoint is None:
         return None
@@ -245,8 +253,11 @@ def _endpoint(request: AgentRequest) -> EndpointWiring | None:
     model = {"id": endpoint.model, "name": endpoint.model, "reasoning": False,
              "input": ["text"], "contextWindow": 128000, "maxTokens": 16384,
              "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}
+    key = endpoint.key_env
+    if key and _at_least(request.version, ENV_SYNTAX_SINCE):
+        key = "${" + key + "}"  # a plain string is a literal key there
     config = {"name": "amux run --endpoint", "baseUrl": endpoint.url, "api": _PI_API[api],
-              "apiKey": endpoint.key_env or NO_KEY, "models": [model]}
+              "apiKey": key or NO_KEY, "models": [model]}
     # JSON with every non-ASCII character escaped is a JavaScript literal.
     text = ("// amux run --endpoint: this launch's provider (written by amux, for this "
             "session only)\n"

@@ -228,3 +228,19 @@ def test_pi_before_mcp_keeps_the_command_line_route_byte_for_byte() -> None:
     for version in ("0.73.1", None):
         launch = mcp_plan("-p", "hi", version=version, memory=MEMORY)
         assert launch == plan("-p", "hi")
+
+
+def test_an_endpoints_key_variable_is_named_as_each_pi_reads_it() -> None:
+    """Pi 0.77.0 on reads a provider's `apiKey` as a literal unless it is `${NAME}`; before,
+    a bare name of a set variable was its value."""
+    from amux.adapters.base import EndpointRequest
+
+    endpoint = EndpointRequest("http://127.0.0.1:9/v1", "m", key_env="MY_KEY")
+    for version, key in (("1.6.0", '"apiKey": "${MY_KEY}"'), ("0.77.0", '"apiKey": "${MY_KEY}"'),
+                         ("0.73.1", '"apiKey": "MY_KEY"'), (None, '"apiKey": "MY_KEY"')):
+        launch = PI.plan(AgentRequest(executable="/usr/bin/pi", args=("-p", "hi"), memory=None,
+                                      files_dir=SESSION_DIR, endpoint=endpoint,
+                                      agent_session=f"{SESSION_DIR}/pi-session.jsonl",
+                                      version=version))
+        [provider] = [f for f in launch.files if f.path.endswith("/pi-endpoint.js")]
+        assert key in provider.text, (version, provider.text)
