@@ -383,6 +383,9 @@ class Requirement(NamedTuple):
     """What amux loses without it (shown when it is missing)."""
     help_args: tuple[str, ...] = ("--help",)
     """For a flag: the arguments whose output lists it (a subcommand's own help)."""
+    since: str | None = None
+    """The first version of the agent that has it, when amux uses it only from that version
+    on (Pi's MCP route): an older agent is not checked for it."""
 
 
 def chosen_session(start: str, resume: str) -> tuple[Requirement, Requirement]:

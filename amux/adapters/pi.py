@@ -102,6 +102,7 @@ _VALUE_OPTIONS = frozenset({
     # Pi 1.x
     "--session-id", "--name", "-n", "--exclude-tools", "-xt", "--use-theme", "--tui-mode"})
 """Pi's options that take the next argument as their value (`cli/args.js`)."""
+MCP_VERSION = "0.99.0"
 MCP_SINCE = (0, 99, 0)
 """The first Pi with MCP and `pi.registerMcpServer` (its CHANGELOG)."""
 ENV_SYNTAX_SINCE = (0, 77, 0)
@@ -297,6 +298,13 @@ class PiAdapter:
                     "an extension of that launch registers)"),
         Requirement("flag", "--model", "`amux run --model` is the model Pi uses"),
         Requirement("setting", "registerProvider", "`amux run --endpoint` reaches Pi"),
+        # Pi's MCP route (0.99.0 on)
+        Requirement("flag", "--session-id", "a new session's id is chosen up front, so it "
+                    "can be resumed", since=MCP_VERSION),
+        Requirement("setting", "registerMcpServer", "the memory tools reach Pi (a server of "
+                    "the launch, exposed directly)", since=MCP_VERSION),
+        Requirement("setting", "systemPromptOptions", "the memory protocol reaches Pi's "
+                    "system prompt after the user's own", since=MCP_VERSION),
     )
     package: str | None = "@earendil-works/pi-coding-agent"
     exit_meanings: Mapping[int, str] = NO_EXIT_MEANINGS

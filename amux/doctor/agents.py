@@ -106,14 +106,15 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
             "note" if version else "problem"))
     unstarted = node["satisfied"] is False and version is None
     for requirement in adapter.requires:
+        older = requirement.since is not None and _older(version, requirement.since)
         if requirement.kind == "flag":
             where = "`" + " ".join((name, *requirement.help_args)) + "`"
-            present = (None if unstarted else
+            present = (None if unstarted or older else
                        in_help(helps[requirement.help_args].result(), requirement.name))
         else:
-            where, present = "its installed code", found[requirement.name]
+            where, present = "its installed code", None if older else found[requirement.name]
         requirements.append({**requirement._asdict(), "present": present, "where": where})
-        finding = (None if unstarted and present is None else
+        finding = (None if (unstarted or older) and present is None else
                    _finding(label, name, version, requirement, present, where))
         if finding is not None:
             findings.append(finding)
@@ -198,6 +199,16 @@ def _compare(have: tuple[int, int, int], comparator: str) -> bool | None:
     if upper is not None:
         return want <= have < upper
     return checks[operator]
+
+
+def _older(version: str | None, since: str) -> bool:
+    """Whether the agent's `version` (as its adapter reads it) is before `since`: amux does
+    not use what came in `since` with it. False when either has no `X.Y.Z` to compare."""
+    found = None if version is None else re.search(r"(\d+)\.(\d+)\.(\d+)", version)
+    first = re.search(r"(\d+)\.(\d+)\.(\d+)", since)
+    if found is None or first is None:
+        return False
+    return tuple(map(int, found.groups())) < tuple(map(int, first.groups()))
 
 
 def _least_major(requires: str) -> int | None:

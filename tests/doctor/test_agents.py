@@ -231,3 +231,19 @@ def test_pi_1x_on_node_20_is_named_with_the_fix(tmp_path: Path) -> None:
                                   tmp_path / "home")
     assert seen["version"] == "1.6.0"
     assert [f for f in findings if "declares node" in f.message] == []
+
+
+def test_pi_before_mcp_is_not_asked_for_what_only_the_mcp_route_uses(tmp_path: Path) -> None:
+    """The real Pi 0.73.1 (fixtures/npm-old): amux takes its command-line route, so the
+    requirements of the MCP route (`since` 0.99.0) are not checked, and nothing is missing."""
+    from tests.peers import npm_old_bin
+
+    old = npm_old_bin("pi")
+    seen, findings = agents.check("pi", env_with(old.parent), tmp_path / "home")
+    assert seen["version"] == "0.73.1"
+    assert [f for f in findings if "declares node" not in f.message] == []
+    later = [r for r in seen["requirements"] if r["since"]]
+    assert {r["name"] for r in later} == {"--session-id", "registerMcpServer",
+                                          "systemPromptOptions"}
+    assert {r["present"] for r in later} == {None}
+    assert all(r["present"] is True for r in seen["requirements"] if not r["since"])
