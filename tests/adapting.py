@@ -103,7 +103,8 @@ def memory(channel: str) -> Memory:
 
 def plan(name: str, *, with_memory: bool = True, resume: bool = False,
          frozen: str | None = None, args: list[str] | None = None,
-         agent_session: str | None = "agent-session-1") -> LaunchPlan:
+         agent_session: str | None = "agent-session-1",
+         version: str | None = None) -> LaunchPlan:
     """`name`'s plan of a launch with its user's own instructions (USER_ARGS, USER_FILES)."""
     adapter = ADAPTERS[name]
     given = tuple(USER_ARGS[name] if args is None else args)
@@ -115,7 +116,8 @@ def plan(name: str, *, with_memory: bool = True, resume: bool = False,
             given, FakeProbe(USER_FILES.get(name, {}))),
         frozen_instructions=frozen, agent_session=agent_session, resume=resume,
         files_dir=SESSION_FILES,
-        user_settings=adapter.user_settings(given, FakeProbe({}))))  # every launch
+        user_settings=adapter.user_settings(given, FakeProbe({})),  # every launch
+        version=version))
 
 
 URL = "http://127.0.0.1:11434/v1"

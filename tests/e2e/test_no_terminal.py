@@ -19,7 +19,7 @@ from amux.adapters import ADAPTERS
 from amux.adapters.base import no_terminal, prompt_example
 from tests.e2e.story import UserShell
 from tests.mockmodel import MockModel, Text
-from tests.peers import npm_bin
+from tests.peers import npm_bin, peer_env
 
 SANDBOX_ARGS = {"gemini": ["--skip-trust"]}
 """What the work directory needs, not the prompt: Gemini CLI trusts no fresh folder."""
@@ -33,6 +33,7 @@ def test_an_agent_with_no_terminal_and_no_prompt_is_told_its_prompt_form(
     adapter = ADAPTERS[agent]
     shell = UserShell(tmp_path, COPILOT_PKG_CACHE_HOME=str(package_cache),
                       npm_config_offline="true")  # sandbox: Copilot's cache, OpenCode offline
+    shell.env = peer_env(agent, shell.env)  # Pi 1.x: Node 22
     try:
         with MockModel([Text("Hi.")]) as model:
             url = model.url + next(iter(adapter.endpoint_paths.values()))

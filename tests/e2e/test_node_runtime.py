@@ -17,7 +17,7 @@ from tests.e2e.story import bounded
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Text
 from tests.mockmodel.agents import pi_env
-from tests.peers import npm_bin
+from tests.peers import node22_dir, npm_bin
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -36,7 +36,9 @@ def test_pi_on_a_node_too_old_is_told_with_the_fix(memory_hub: HubProcess,
     pi = npm_bin("pi")
     with MockModel([Text("never asked")]) as model:
         env = {**pi_env(tmp_path, model), "AMUX_HOME": str(memory_hub.home)}
-        env["PATH"] = os.pathsep.join([str(pi.parent), env["PATH"]])
+        machines = [entry for entry in env["PATH"].split(os.pathsep)
+                    if Path(entry) != node22_dir()]  # the machine's Node, not the tests' 22
+        env["PATH"] = os.pathsep.join([str(pi.parent), *machines])
         done = bounded([sys.executable, "-m", "amux", "run", "pi", "--", "-p", "Hello there."],
                        env, tmp_path / "work")
         assert model.requests == []
@@ -51,6 +53,6 @@ def test_pi_on_a_node_too_old_is_told_with_the_fix(memory_hub: HubProcess,
     said = [finding for finding in json.loads(doctor.stdout)["findings"]
             if finding["message"].startswith("pi's package declares node")]
     assert said == [{**said[0], "message": "pi's package declares node >=22.19.0, and the node "
-                     f"on PATH is {node}: it may fail to start or misbehave",
+                     f"on PATH is {node}: pi does not start with it", "severity": "problem",
                      "fix": "install Node.js 22 or newer (e.g. `nvm install 22`) and put it "
                      "first on PATH, then check again"}]

@@ -105,13 +105,17 @@ def codex_mcp_overrides(argv: Sequence[str], env: dict[str, str]) -> list[str]:
 
 
 def pi_env(root: Path, model: MockModel, **extra: str) -> dict[str, str]:
-    """PI_CODING_AGENT_DIR=root/pi with a models.json naming the mock as `mock/mock-model`."""
+    """PI_CODING_AGENT_DIR=root/pi with a models.json naming the mock as `mock/mock-model`,
+    and Node 22 first on PATH (Pi 1.x needs >= 22.19; `tests.peers.node22_dir`)."""
+    from tests.peers import with_node22
+
     agent_dir = root / "pi"
     agent_dir.mkdir(parents=True, exist_ok=True)
     (agent_dir / "models.json").write_text(json.dumps({"providers": {"mock": {
         "baseUrl": model.base_url, "api": "openai-completions", "apiKey": "sk-dummy",
         "models": [{"id": "mock-model"}]}}}))
-    return {**base_env(root), "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", **extra}
+    return {**with_node22(base_env(root)), "PI_CODING_AGENT_DIR": str(agent_dir),
+            "PI_OFFLINE": "1", **extra}
 
 
 # -- Gemini CLI ----------------------------------------------------------------------------------
