@@ -196,7 +196,7 @@ class OpenCodeAdapter:
     session_file = SESSION_FILE
     tool_names = TOOLS
     models_fetch_variable = NO_MODELS_FETCH
-    launcher_only = _LAUNCHER_ONLY
+    launcher_only: tuple[str, ...] = _LAUNCHER_ONLY
     value_options = _VALUE_OPTIONS
     not_ui = _NOT_UI
     session_flags: tuple[str, ...] = ("-c", "--continue", "-s", "--session", "--fork")
@@ -208,7 +208,7 @@ class OpenCodeAdapter:
     """Its UI draws into the pipe and waits for keys that never come."""
     first_request: FirstRequest | None = FirstRequest(
         "1.18.33", memory=RequestSize(36119, 9030), plain=RequestSize(30815, 7704))
-    key_variables = ("OPENAI_API_KEY",)
+    key_variables: tuple[str, ...] = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md")
     mcp_tool_prefix: str | None = "amux_"
     channel: Channel = "mcp"

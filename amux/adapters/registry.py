@@ -35,6 +35,12 @@ def _gemini() -> Adapter:
     return GeminiAdapter()
 
 
+def _kilo() -> Adapter:
+    from amux.adapters.kilo import KiloAdapter
+
+    return KiloAdapter()
+
+
 def _opencode() -> Adapter:
     from amux.adapters.opencode import OpenCodeAdapter
 
@@ -58,6 +64,7 @@ _FACTORIES: Mapping[str, Callable[[], Adapter]] = {
     "codex": _codex,
     "copilot": _copilot,
     "gemini": _gemini,
+    "kilo": _kilo,
     "opencode": _opencode,
     "pi": _pi,
     "qwen": _qwen,
