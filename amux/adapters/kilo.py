@@ -9,14 +9,16 @@ memory tools as `mcp.amux` beside the user's servers, their five names `allow`ed
 session-recording plugin, `--session ID` to resume and the endpoint's provider. What this
 module adds is Kilo's own:
 
-- Kilo Memory, off for a launch with memory. It is switched per project in
-  `<data>/memory/<project>-<hash>/state.json` (`kilo serve` + `POST /memory/enable`, or the
-  TUI's `/memory`), with no config key or variable; the launch leaves that file alone and
-  turns off what it does: `permission` `deny` for `kilo_memory_save` and
-  `kilo_memory_recall` (a denied tool is not declared to the model), and a local plugin
-  (`experimental.chat.system.transform`) that drops the injected memory section (its
-  preamble and its `kilo-memory-v1` blocks) from the system prompt. The user's setting
-  stays, and a plain `kilo` launch still has it.
+- Kilo Memory, off for a launch with memory, the user's setting kept. Kilo switches it per
+  project in `$XDG_DATA_HOME/kilo/memory/<project>-<hash>/state.json` (`kilo serve` and
+  `POST /memory/enable`, or the TUI's `/memory`), with no config key, flag or variable,
+  and everything it does (its two tools, the section injected into the system prompt, the
+  capture that sends each finished turn to the model for a digest and consolidation)
+  follows that file. So the launch gives Kilo a mirror of the data directory
+  (`PlanMirror`, as Gemini's home): `XDG_DATA_HOME` is `<session>/kilo-data`, each entry
+  a link to the user's own (`kilo.db`, `auth.json`, logs, snapshots: sessions are kept
+  and resumed as ever) but `kilo/memory`, which is not there: Kilo finds no memory state,
+  which is memory off. What Kilo creates in the mirror goes back when it exits.
 - `--cloud-fork` is refused with the session flags, `kilo attach` like `opencode attach`.
 - The launching service's `KILO_*` config, database and credentials are not an isolated
   run's. No ephemeral mode exists (every session is kept).
@@ -24,6 +26,7 @@ module adds is Kilo's own:
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 from amux.adapters.base import (
@@ -32,32 +35,27 @@ from amux.adapters.base import (
     AgentRequest,
     FirstRequest,
     Headless,
-    PlanFile,
+    LaunchPlan,
+    PlanMirror,
     PlanRefused,
+    Probe,
     RequestSize,
     Requirement,
 )
 from amux.adapters.opencode import ENDPOINT_PATHS, OpenCodeAdapter, xdg_dirs
 from amux.envpatch import EnvPatch
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
 CONTENT = "KILO_CONFIG_CONTENT"
 INSTRUCTIONS_FILE = "kilo-instructions.md"
 PLUGIN_FILE = "kilo-session.js"
 SESSION_FILE = "kilo-session"
-MEMORY_OFF_FILE = "kilo-memory-off.js"
-"""The plugin that drops Kilo Memory's section from the system prompt (module doc)."""
+DATA_MIRROR = "kilo-data"
+"""The mirror of the user's `XDG_DATA_HOME`, in the session's own directory."""
 TOOLS = tuple(f"amux_{tool}" for tool in MEMORY_TOOLS)
 """The memory tools as Kilo names them (`<server>_<tool>`, as OpenCode does)."""
-NATIVE_TOOLS = ("kilo_memory_save", "kilo_memory_recall")
-"""Kilo Memory's own tools, declared to the model while the project's memory is on."""
-MEMORY_PREAMBLE = "The following Kilo memory blocks are saved project memory"
-"""The first words of the section Kilo Memory injects into the system prompt."""
-MEMORY_FENCE = "```kilo-memory-v1"
-"""How each injected memory block begins (a fenced block, closed by a line of ```)."""
+DATA = "XDG_DATA_HOME"
+MEMORY_DIR = "memory"
+"""Kilo Memory's directory in Kilo's data directory (`$XDG_DATA_HOME/kilo`)."""
 NO_MODELS_FETCH = "KILO_DISABLE_MODELS_FETCH"
 _LAUNCHER_ONLY = ("KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_CONFIG_CONTENT", "KILO_DB",
                   "KILO_TUI_CONFIG", "KILO_PERMISSION", "KILO_AUTH_CONTENT",
@@ -67,7 +65,7 @@ _LAUNCHER_ONLY = ("KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_CONFIG_CONTENT", "KILO
 run's (amux sets its own `KILO_CONFIG_CONTENT`)."""
 _VALUE_OPTIONS = frozenset({"--log-level", "--port", "--hostname", "--mdns-domain", "--cors",
                             "-m", "--model", "-s", "--session", "--worktree", "--prompt",
-                            "--agent"})
+                            "--agent", "--replay-limit"})
 """Kilo 7.7.7's top-level options that take a value (`kilo --help`)."""
 _NOT_UI = frozenset({"completion", "acp", "mcp", "run", "debug", "auth", "providers", "agent",
                      "upgrade", "uninstall", "serve", "models", "stats", "export", "import",
@@ -77,31 +75,10 @@ _NOT_UI = frozenset({"completion", "acp", "mcp", "run", "debug", "auth", "provid
 """Kilo 7.7.7's subcommands that start no UI (`kilo --help`); `attach` and `pr` are UIs of
 their own, anything else in their place the UI's project directory."""
 
-_MEMORY_OFF = f"""\
-// amux: Kilo Memory is off for this launch (written by amux, for this amux session only):
-// its injected section leaves the system prompt; its tools are denied in the config.
-const PREAMBLE = {MEMORY_PREAMBLE!r};
-const FENCE = {MEMORY_FENCE!r};
-function strip(text) {{
-  const start = text.indexOf(PREAMBLE);
-  if (start < 0) return text;
-  let end = text.indexOf("\\n", start);
-  if (end < 0) return text.slice(0, start).trimEnd();
-  for (;;) {{
-    const rest = text.slice(end).replace(/^\\s+/, "");
-    if (!rest.startsWith(FENCE)) break;
-    const from = text.length - rest.length;
-    const close = text.indexOf("\\n```", from + FENCE.length);
-    end = close < 0 ? text.length : close + 4;
-  }}
-  return (text.slice(0, start) + text.slice(end).replace(/^\\n+/, "")).trimEnd();
-}}
-export const AmuxKiloMemoryOff = async () => ({{
-  "experimental.chat.system.transform": async (_input, output) => {{
-    output.system.splice(0, output.system.length, ...output.system.map(strip));
-  }},
-}});
-"""
+def data_home(env: Mapping[str, str]) -> str:
+    """The `XDG_DATA_HOME` Kilo reads (`~/.local/share` when unset or empty)."""
+    home = env.get("HOME") or os.path.expanduser("~")
+    return env.get(DATA) or os.path.join(home, ".local", "share")
 
 
 class KiloAdapter(OpenCodeAdapter):
@@ -131,16 +108,9 @@ class KiloAdapter(OpenCodeAdapter):
                     "reach Kilo"),
         Requirement("setting", "instructions", "the memory protocol reaches Kilo"),
         Requirement("setting", "environment", "the memory tools reach the Hub"),
-        Requirement("setting", "permission", "the memory tools run under a user's ask rule, "
-                    "and Kilo Memory's tools are denied"),
-        *(Requirement("setting", tool, "Kilo Memory's tools are off for the launch")
-          for tool in NATIVE_TOOLS),
-        Requirement("setting", "experimental.chat.system.transform", "Kilo Memory's section "
-                    "leaves the system prompt of the launch"),
-        Requirement("setting", MEMORY_PREAMBLE, "Kilo Memory's section is found in the "
-                    "system prompt (to drop it)"),
-        Requirement("setting", MEMORY_FENCE.strip("`"), "Kilo Memory's blocks are found in "
-                    "the system prompt (to drop them)"),
+        Requirement("setting", "permission", "the memory tools run under a user's ask rule"),
+        Requirement("env", DATA, "Kilo Memory is off for the launch: Kilo reads its switch "
+                    "from `$XDG_DATA_HOME/kilo/memory`, which the launch's mirror leaves out"),
         Requirement("setting", "plugin", "the Kilo session is learnt, so it can be resumed"),
         Requirement("setting", "session.created", "the Kilo session is learnt, so it can be "
                     "resumed"),
@@ -165,17 +135,23 @@ class KiloAdapter(OpenCodeAdapter):
                        "them) and choose a model (`-m provider/model`), or point it at a "
                        "model server: `amux run --endpoint URL --model NAME kilo`")
 
-    def native_memory_off(self, request: AgentRequest) -> tuple[dict[str, Any],
-                                                                 tuple[PlanFile, ...],
-                                                                 Mapping[str, Any]]:
-        """Kilo Memory's tools denied and its section dropped, for this launch (module)."""
+    def user_settings(self, args: tuple[str, ...], probe: Probe) -> Mapping[str, str]:
+        """The user's own `KILO_CONFIG_CONTENT` (merged into) and the data directory the
+        launch mirrors."""
+        return {**super().user_settings(args, probe), DATA: data_home(probe.env)}
+
+    def native_memory_off(self, request: AgentRequest, plan: LaunchPlan) -> LaunchPlan:
+        """Kilo's data directory through a mirror without `kilo/memory` (module doc)."""
         if request.files_dir is None:
-            raise PlanRefused("Kilo's launch files need the session's directory")
-        plugin = PlanFile(f"{request.files_dir}/{MEMORY_OFF_FILE}", _MEMORY_OFF)
-        config = {"permission": dict.fromkeys(NATIVE_TOOLS, "deny"), "plugin": [plugin.path]}
-        return config, (plugin,), {"settings": {f"permission.{tool}": "deny"
-                                                for tool in NATIVE_TOOLS}
-                                   | {"plugin": plugin.path}}
+            raise PlanRefused("Kilo's launch needs the session's directory")
+        source = request.user_settings.get(DATA) or data_home({})
+        mirror = os.path.join(request.files_dir, DATA_MIRROR)
+        return plan._replace(
+            env=plan.env._replace(set={**plan.env.set, DATA: mirror}),
+            suppression={"env": {DATA: mirror}},
+            mirrors=(PlanMirror(mirror, source, ("kilo",)),
+                     PlanMirror(os.path.join(mirror, "kilo"), os.path.join(source, "kilo"),
+                                (MEMORY_DIR,))))
 
     def headless(self, home: str, scratch: str) -> Headless:
         """`kilo run …` with every XDG directory under `home`, no update, model catalogue

@@ -287,12 +287,10 @@ class OpenCodeAdapter:
     def _pick_session(self, run: FinishedRun) -> tuple[str | None, str | None]:
         return pick_session(run, self.display_name)
 
-    def native_memory_off(self, request: AgentRequest) -> tuple[dict[str, Any],
-                                                                 tuple[PlanFile, ...],
-                                                                 Mapping[str, Any]]:
-        """(Config keys, files and the suppression record) that keep the agent's own
-        long-term memory off for a launch with memory; OpenCode has none."""
-        return {}, (), NOTHING
+    def native_memory_off(self, request: AgentRequest, plan: LaunchPlan) -> LaunchPlan:
+        """`plan`, a launch with memory, with the agent's own long-term memory off for it
+        (and the suppression recorded); OpenCode has none."""
+        return plan
 
     def headless(self, home: str, scratch: str) -> Headless:
         """`opencode run …` (its default permissions allow edits; an `ask` would be
@@ -322,7 +320,6 @@ class OpenCodeAdapter:
         ours: dict[str, Any] = {}
         files: list[PlanFile] = []
         instructions = None
-        suppression: Mapping[str, Any] = NOTHING
         if memory is not None:
             instructions = request.frozen_instructions or memory.protocol
             path = self._file(request, self.instructions_file)
@@ -331,14 +328,11 @@ class OpenCodeAdapter:
             ours["mcp"] = {"amux": {"type": "local", "command": list(memory.mcp_command),
                                     "environment": dict(memory.env)}}
             ours["permission"] = dict.fromkeys(self.tool_names, "allow")
-            off, off_files, suppression = self.native_memory_off(request)
-            ours = merge(ours, off)
-            files.extend(off_files)
         if request.agent_session is None and request.files_dir is not None:
             plugin = os.path.join(request.files_dir, self.plugin_file)
             target = json.dumps(os.path.join(request.files_dir, self.session_file))
             files.append(PlanFile(plugin, _PLUGIN.format(path=target)))
-            ours = merge(ours, {"plugin": [plugin]})
+            ours["plugin"] = [plugin]
         env: dict[str, str] = {}
         if request.endpoint is not None:
             ours.update(_endpoint(request.endpoint, self.display_name))
@@ -349,10 +343,11 @@ class OpenCodeAdapter:
         if request.resume and request.agent_session is not None:
             at = first + 1 if command == "run" and first is not None else 0
             args[at:at] = ["--session", request.agent_session]
-        return LaunchPlan((request.executable, *args), env=EnvPatch(env),
-                          channel="none" if memory is None else "mcp",
-                          instructions=instructions, files=tuple(files),
-                          suppression=suppression, agent_session=request.agent_session)
+        launch = LaunchPlan((request.executable, *args), env=EnvPatch(env),
+                            channel="none" if memory is None else "mcp",
+                            instructions=instructions, files=tuple(files),
+                            agent_session=request.agent_session)
+        return launch if memory is None else self.native_memory_off(request, launch)
 
     def _file(self, request: AgentRequest, name: str) -> str:
         if request.files_dir is None:

@@ -143,7 +143,8 @@ def test_kilo_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
         resumed = amux_run(memory_hub, env, work, "--resume", first["id"], "--", "run",
                            "--format", "json", "Still there?")
     plain, *main = model.main()
-    # (2) The control: Kilo Memory's tools and its fact; amux's launches: neither.
+    # (2) The control: Kilo Memory's tools and its fact; amux's launches: neither, and no
+    # capture (Kilo's consolidation request, sent after a turn that asks to remember).
     assert KILO_MEMORY_TOOLS <= set(tools(plain))
     assert NATIVE_FACT in opencode_system_text(plain)
     assert "amux memory protocol" not in opencode_system_text(plain)
@@ -151,7 +152,12 @@ def test_kilo_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
         assert not KILO_MEMORY_TOOLS & set(tools(request))
         assert NATIVE_FACT not in json.dumps(request.body)
         assert "Kilo memory blocks" not in opencode_system_text(request)
+    assert not [r for r in model.side() if "memory" in opencode_system_text(r).lower()]
     assert json.loads(native["state"].read_text())["enabled"] is True  # the user's setting
+    assert sorted(p.name for p in native["root"].parent.iterdir()) == [native["root"].name]
+    # Kilo's data directory was lent through a mirror, gone after each launch.
+    assert not [p for state in (first, second)
+                for p in (memory_hub.home / "sessions" / state["id"]).glob("kilo-data*")]
     opening = main[0]
     system = opencode_system_text(opening)
     protocol = render("mcp")
