@@ -96,7 +96,7 @@ class KiloAdapter(OpenCodeAdapter):
     session_flags = ("-c", "--continue", "-s", "--session", "--fork", "--cloud-fork")
     endpoint_paths = ENDPOINT_PATHS
     first_request: FirstRequest | None = FirstRequest(
-        "7.7.7", memory=RequestSize(0, 0), plain=RequestSize(0, 0))
+        "7.7.7", memory=RequestSize(55925, 13982), plain=RequestSize(50926, 12732))
     key_variables = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "KILO_API_KEY")
     instruction_files = ("AGENTS.md", "CLAUDE.md")
     requires = (
