@@ -145,7 +145,7 @@ def test_kilo_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
     plain, *main = model.main()
     # (2) The control: Kilo Memory's tools and its fact; amux's launches: neither, and no
     # capture (Kilo's consolidation request, sent after a turn that asks to remember).
-    assert KILO_MEMORY_TOOLS <= set(tools(plain))
+    assert set(tools(plain)) >= KILO_MEMORY_TOOLS
     assert NATIVE_FACT in opencode_system_text(plain)
     assert "amux memory protocol" not in opencode_system_text(plain)
     for request in main:
@@ -213,7 +213,7 @@ def test_kilo_without_memory_and_with_the_hub_down(hub: HubProcess, tmp_path: Pa
         assert not set(AMUX_TOOLS) & set(tools(request))
         assert "amux memory protocol" not in opencode_system_text(request)
         assert USER_RULE in opencode_system_text(request)  # the user's own config applies
-        assert KILO_MEMORY_TOOLS <= set(tools(request))  # and their own Kilo Memory
+        assert set(tools(request)) >= KILO_MEMORY_TOOLS  # and their own Kilo Memory
     assert all(state["agent_session"] for state in sessions(hub.home))
 
 
