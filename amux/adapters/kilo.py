@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from types import MappingProxyType
 
 from amux.adapters.base import (
     MEMORY_TOOLS,
@@ -130,6 +131,9 @@ class KiloAdapter(OpenCodeAdapter):
                       "Kilo config, database or credentials (it is removed)")
           for name in _LAUNCHER_ONLY if name != CONTENT),
     )
+    probe_env = EnvPatch(MappingProxyType({"KILO_TELEMETRY_LEVEL": "off"}))
+    """Its help and version, asked by `amux doctor` and a launch, send no telemetry (at exit
+    Kilo waits up to 2 s to flush PostHog events, which a start that only prints pays)."""
     package: str | None = "@kilocode/cli"
     quick_exit_hint = ("log in to a provider (`kilo auth login`; `kilo auth list` shows "
                        "them) and choose a model (`-m provider/model`), or point it at a "
