@@ -76,6 +76,7 @@ _NOT_UI = frozenset({"completion", "acp", "mcp", "run", "debug", "auth", "provid
 """Kilo 7.7.7's subcommands that start no UI (`kilo --help`); `attach` and `pr` are UIs of
 their own, anything else in their place the UI's project directory."""
 
+
 def data_home(env: Mapping[str, str]) -> str:
     """The `XDG_DATA_HOME` Kilo reads (`~/.local/share` when unset or empty)."""
     home = env.get("HOME") or os.path.expanduser("~")
