@@ -82,6 +82,7 @@ USER_ARGS = {  # how each agent's user passes their own instructions
               "exec", "hello"],
     "pi": ["-p", "--append-system-prompt", USER_TEXT, "hello"],
     "opencode": ["run", "hello"],  # theirs are files OpenCode reads itself
+    "kilo": ["run", "hello"],  # theirs are files Kilo reads itself
     "gemini": ["-p", "hello"],  # its user writes them in ~/.gemini/GEMINI.md (USER_FILES)
     "copilot": ["-p", "hello"],  # theirs are files Copilot reads itself
     "qwen": ["-p", "hello", "--append-system-prompt", USER_TEXT],

@@ -41,6 +41,12 @@ def _gemini() -> Adapter:
     return GeminiAdapter()
 
 
+def _kilo() -> Adapter:
+    from amux.adapters.kilo import KiloAdapter
+
+    return KiloAdapter()
+
+
 def _opencode() -> Adapter:
     from amux.adapters.opencode import OpenCodeAdapter
 
@@ -65,6 +71,7 @@ _FACTORIES: Mapping[str, Callable[[], Adapter]] = {
     "codex": _codex,
     "copilot": _copilot,
     "gemini": _gemini,
+    "kilo": _kilo,
     "opencode": _opencode,
     "pi": _pi,
     "qwen": _qwen,

@@ -28,6 +28,7 @@ RESUME_FLAGS = {"copilot": ["--resume=x", "-p", "hello"],
                 "claude": ["--resume", "x"], "codex": ["exec", "resume", "x"],
                 "pi": ["--session", "x"], "gemini": ["--resume", "x"],
                 "opencode": ["run", "--session", "x", "hello"],
+                "kilo": ["run", "--session", "x", "hello"],
                 "qwen": ["--continue", "-p", "x"], "cline": ["--id", "x"]}
 SUPPRESSED = {  # what each agent's native memory needs turned off (Pi has none)
     "claude": {"env": {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}},
@@ -36,6 +37,7 @@ SUPPRESSED = {  # what each agent's native memory needs turned off (Pi has none)
     "pi": {},
     "opencode": {},  # OpenCode has no built-in long-term memory either
     "cline": {},  # nor has Cline (its "memory bank" is a convention of the user's rules)
+    "kilo": {"env": {"XDG_DATA_HOME": "/home/u/.local/share/amux/sessions/s/kilo-data"}},
     "copilot": {"argv": ["--excluded-tools=store_memory,vote_memory"]},
     "gemini": {"argv": ["--policy", "/home/u/.local/share/amux/sessions/s/gemini-policy.toml"],
                "settings": {"experimental.autoMemory": False}},
@@ -50,9 +52,9 @@ EPHEMERAL_ARGS = {  # the agent's own mode that keeps no session
     "pi": ["--no-session", "-p", "hello"],
     "qwen": ["--chat-recording=false", "-p", "hello"],
 }
-NO_EPHEMERAL_MODE = {"gemini", "opencode", "copilot", "cline"}
+NO_EPHEMERAL_MODE = {"gemini", "opencode", "copilot", "cline", "kilo"}
 """Agents that keep every session (nothing to pass on, nothing to refuse)."""
-OWN_FILES = {"opencode", "copilot", "cline"}
+OWN_FILES = {"opencode", "copilot", "cline", "kilo"}
 """Agents that read all of the user's instructions themselves (AGENTS.md, their config's
 instruction files), before amux's own file: the merged text is the protocol alone, and
 that order is proven with the real agent (tests/e2e/test_opencode.py)."""

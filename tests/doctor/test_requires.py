@@ -23,7 +23,7 @@ def launches(name: str, args: list[str]) -> list[LaunchPlan]:
                  EndpointRequest(URL.replace("://", "://me:pw@"), "m")]
     if name == "claude":  # a bearer token is another variable
         endpoints.append(EndpointRequest(URL, "m", None, "ANTHROPIC_AUTH_TOKEN"))
-    if name == "opencode":  # another provider package
+    if name in ("opencode", "kilo"):  # another provider package
         endpoints.append(EndpointRequest(URL, "m", "anthropic"))
     if name in ("copilot", "cline"):  # another provider type (Copilot: without a wire API)
         endpoints.append(EndpointRequest(URL, "m", "anthropic"))

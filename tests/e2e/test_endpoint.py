@@ -150,15 +150,17 @@ def test_a_key_reaches_the_endpoint_and_never_the_dry_run(memory_hub: HubProcess
 ONE_PROMPT = {"claude": ["-p", "Say hi."], "codex": ["exec", "--skip-git-repo-check", "Say hi."],
               "copilot": ["-p", "Say hi."], "gemini": ["--skip-trust", "-p", "Say hi."],
               "opencode": ["run", "Say hi."], "pi": ["-p", "Say hi."], "qwen": ["Say hi."],
-              "cline": ["Say hi."]}
+              "cline": ["Say hi."], "kilo": ["run", "Say hi."]}
 """Each agent's one-prompt form (its adapter's `prompt_args`), in a work directory that is no
 git repository and no folder Gemini trusts."""
 
 
 def sandbox(agent: str, package_cache: Path) -> dict[str, str]:
-    """What this sandbox needs, not amux: Copilot's one package cache, OpenCode offline."""
+    """What this sandbox needs, not amux: Copilot's one package cache, OpenCode and Kilo
+    offline."""
     return {"copilot": {"COPILOT_PKG_CACHE_HOME": str(package_cache)},
-            "opencode": {"npm_config_offline": "true"}}.get(agent, {})
+            "opencode": {"npm_config_offline": "true"},
+            "kilo": {"npm_config_offline": "true", "KILO_TELEMETRY_LEVEL": "off"}}.get(agent, {})
 
 
 @pytest.mark.timeout(400)

@@ -45,10 +45,11 @@ def test_an_agent_with_no_terminal_and_no_prompt_is_told_its_prompt_form(
         shell.close()
     example = prompt_example(adapter)
     assert not model.main(), "no prompt reached the model"
-    if agent == "opencode":  # it would draw into the pipe and wait: refused at once
+    if agent in ("opencode", "kilo"):  # it would draw into the pipe and wait: refused at once
         assert done.returncode == 2 and seconds < 20
         assert done.stderr == (
-            "amux run: invalid_argument: OpenCode draws its interactive UI on the terminal, "
+            f"amux run: invalid_argument: {adapter.display_name} draws its interactive UI on "
+            "the terminal, "
             "and stdin and stdout are not one here: it would draw into the pipe and wait for "
             f"good; run it in a terminal, or give it a prompt: {example}\n")
         assert model.requests == []  # refused before anything was asked

@@ -201,6 +201,28 @@ def opencode_env(root: Path, model: MockModel, config: dict[str, Any] | None = N
             "npm_config_offline": "true", **extra}
 
 
+# -- Kilo Code CLI ---------------------------------------------------------------------------------
+
+
+def kilo_env(root: Path, model: MockModel, config: dict[str, Any] | None = None,
+             **extra: str) -> dict[str, str]:
+    """Kilo 7.7.7 against the mock, as `opencode_env` (Kilo is a fork of OpenCode): every XDG
+    directory under HOME=root/home, the mock provider (and `config`) in the user's own
+    `KILO_CONFIG_CONTENT`, and offline: no models catalogue, no self-update, npm offline
+    (Kilo installs `@kilocode/plugin` into each config directory), and no PostHog telemetry
+    (unreachable here, its shutdown waits 2 s for it). Sandbox settings, not amux's."""
+    env = base_env(root)
+    home = Path(env["HOME"])
+    dirs = {"XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local" / "share",
+            "XDG_CACHE_HOME": home / ".cache", "XDG_STATE_HOME": home / ".local" / "state"}
+    for directory in dirs.values():
+        directory.mkdir(parents=True, exist_ok=True)
+    return {**env, **{name: str(path) for name, path in dirs.items()},
+            "KILO_CONFIG_CONTENT": json.dumps({**opencode_provider(model), **(config or {})}),
+            "KILO_DISABLE_MODELS_FETCH": "1", "KILO_DISABLE_AUTOUPDATE": "1",
+            "KILO_TELEMETRY_LEVEL": "off", "npm_config_offline": "true", **extra}
+
+
 # -- Qwen Code -------------------------------------------------------------------------------------
 
 

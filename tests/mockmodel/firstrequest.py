@@ -29,9 +29,9 @@ PROMPT = "Reply with the single word: ok"
 ROOT_URL = frozenset({"claude", "gemini"})
 """Agents whose base URL is the server's root (ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL),
 not the OpenAI-compatible `…/v1`."""
-SETTINGS = {"opencode": {"npm_config_offline": "true"}}
+SETTINGS = {"opencode": {"npm_config_offline": "true"}, "kilo": {"npm_config_offline": "true"}}
 """Sandbox settings, not amux's: OpenCode installs its plugin package from npm into every
-fresh config directory at start (offline that fails at once)."""
+fresh config directory at start (offline that fails at once), and Kilo, its fork, too."""
 
 
 class Measured(NamedTuple):
