@@ -1,7 +1,7 @@
 """What `amux run` adds to a real agent's one-turn run (issue 12's numbers).
 
 Each pinned agent CLI (fixtures/npm: Claude Code, Codex, Gemini CLI, OpenCode, Pi, GitHub
-Copilot CLI, Qwen Code) runs one non-interactive turn against the loopback mock model
+Copilot CLI, Qwen Code, Cline) runs one non-interactive turn against the loopback mock model
 (tests/mockmodel), which answers with plain text and no tool call, so every run is the same
 short conversation:
 
@@ -9,9 +9,11 @@ short conversation:
     codex exec --skip-git-repo-check PROMPT
     gemini -p PROMPT
     opencode run PROMPT
+    kilo run PROMPT
     pi -p --model mock/mock-model PROMPT
     copilot -p PROMPT
     qwen -p PROMPT
+    cline PROMPT
 
 Each agent has the environment the tests' e2e runs give it (tests/mockmodel/agents.py):
 its own home under the bench's directory, the mock as its model. Copilot unpacks its
@@ -79,7 +81,7 @@ timed as processes, the imports with `python -X importtime`.
 Standalone, with a Hub of its own (no corpus):
 
     python -m benchmarks.agent_launch_bench [--rounds N]
-        [--agents claude,codex,gemini,opencode,pi,copilot,qwen]
+        [--agents claude,codex,gemini,opencode,pi,copilot,qwen,kilo]
 
 A PYTHONPATH of the harness is passed to every arm alike, so a snapshot of the tree
 (`git archive HEAD | tar -x -C DIR`, run from DIR with PYTHONPATH=DIR) can be measured
@@ -115,7 +117,7 @@ from benchmarks.launch_bench import _throwaway_user
 
 REPO = Path(__file__).resolve().parents[1]
 NPM_BIN = REPO / "fixtures" / "npm" / "node_modules" / ".bin"
-AGENTS = ("claude", "codex", "gemini", "opencode", "pi", "copilot", "qwen")
+AGENTS = ("claude", "codex", "gemini", "opencode", "pi", "copilot", "qwen", "cline", "kilo")
 PROMPT = "Say done."
 ANSWER = "Done."
 USER_ARGS = {
@@ -126,10 +128,12 @@ USER_ARGS = {
     "pi": ("-p", "--model", "mock/mock-model", PROMPT),
     "copilot": ("-p", PROMPT),
     "qwen": ("-p", PROMPT),
+    "cline": (PROMPT,),
+    "kilo": ("run", PROMPT),
 }
 PASS_ENV = {"claude": ("ANTHROPIC_API_KEY",), "codex": ("MOCK_API_KEY",),
             "gemini": ("GEMINI_API_KEY",), "opencode": (), "pi": (), "copilot": (),
-            "qwen": ("OPENAI_API_KEY",)}
+            "qwen": ("OPENAI_API_KEY",), "cline": (), "kilo": ()}
 """Credentials an isolated run drops unless passed (docs/isolation.md). Copilot's provider
 key is one of the variables an isolated run removes even when passed (module doc)."""
 RUN_TIMEOUT = 120.0
@@ -236,19 +240,20 @@ def agent_env(agent: str, root: Path, model: Any) -> dict[str, str]:
 
     maker = {"claude": agents.claude_env, "codex": agents.codex_env, "gemini": agents.gemini_env,
              "opencode": agents.opencode_env, "pi": agents.pi_env,
-             "copilot": agents.copilot_env, "qwen": agents.qwen_env}[agent]
+             "copilot": agents.copilot_env, "qwen": agents.qwen_env,
+             "cline": agents.cline_env, "kilo": agents.kilo_env}[agent]
     env = dict(maker(root / agent, model))
-    if agent == "opencode":
-        _opencode_installed(Path(env["XDG_CONFIG_HOME"]))
+    if agent in ("opencode", "kilo"):
+        _opencode_installed(Path(env["XDG_CONFIG_HOME"]), agent)
     return env
 
 
-def _opencode_installed(config_home: Path) -> None:
-    """OpenCode as a user has it after one run online: its config directory holds the
-    `node_modules` it installs there at start (`@opencode-ai/plugin`). Without it every
-    run would try that install again, which offline (this sandbox) fails after a
-    variable wait that drowns the launcher's share in noise."""
-    (config_home / "opencode" / "node_modules").mkdir(parents=True, exist_ok=True)
+def _opencode_installed(config_home: Path, agent: str = "opencode") -> None:
+    """OpenCode (and Kilo, its fork) as a user has it after one run online: its config
+    directory holds the `node_modules` it installs there at start (`@opencode-ai/plugin`,
+    `@kilocode/plugin`). Without it every run would try that install again, which offline
+    (this sandbox) fails after a variable wait that drowns the launcher's share in noise."""
+    (config_home / agent / "node_modules").mkdir(parents=True, exist_ok=True)
 
 
 def _copilot_unpacked(path: Path, env: dict[str, str], cwd: Path) -> None:
@@ -268,6 +273,7 @@ def _provision_user(agent: str, user: str, model: Any) -> tuple[dict[str, str], 
     where the agent looks for it (amux sets HOME, CODEX_HOME, PI_CODING_AGENT_DIR there),
     temp dirs for Claude, Gemini, Copilot and Qwen and a working directory; returns env
     overrides and the cwd."""
+    from tests.mockmodel import agents
     from tests.mockmodel.agents import codex_config, gemini_settings, opencode_provider
 
     entry = pwd.getpwnam(user)
@@ -295,11 +301,11 @@ def _provision_user(agent: str, user: str, model: Any) -> tuple[dict[str, str], 
         settings.write_text(json.dumps(gemini_settings()))
         made.append(settings)
         overrides["TMPDIR"] = str(directory(home / "gemini-tmp"))  # its error reports
-    elif agent == "opencode":  # amux resets its XDG directories to the user's
-        config = directory(home / ".config" / "opencode") / "opencode.json"
+    elif agent in ("opencode", "kilo"):  # amux resets its XDG directories to the user's
+        config = directory(home / ".config" / agent) / f"{agent}.json"
         config.write_text(json.dumps(opencode_provider(model)))
         made.append(config)
-        made.append(directory(home / ".config" / "opencode" / "node_modules"))
+        made.append(directory(home / ".config" / agent / "node_modules"))
         for path in (".local/share", ".cache", ".local/state"):
             directory(home / path)
     elif agent == "pi":
@@ -308,6 +314,11 @@ def _provision_user(agent: str, user: str, model: Any) -> tuple[dict[str, str], 
             "baseUrl": model.base_url, "api": "openai-completions", "apiKey": "sk-dummy",
             "models": [{"id": "mock-model"}]}}}))
         made.append(models)
+    elif agent == "cline":  # the provider `cline auth` writes
+        settings = directory(home / ".cline" / "data" / "settings") / "providers.json"
+        settings.write_text(json.dumps(agents.cline_providers(model)))
+        made.append(settings)
+        overrides["TMPDIR"] = str(directory(home / "cline-tmp"))
     elif agent in ("copilot", "qwen"):  # their model settings are environment variables
         overrides["TMPDIR"] = str(directory(home / f"{agent}-tmp"))  # Node's compile cache
     work = directory(home / "work" / agent)

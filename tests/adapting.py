@@ -82,9 +82,11 @@ USER_ARGS = {  # how each agent's user passes their own instructions
               "exec", "hello"],
     "pi": ["-p", "--append-system-prompt", USER_TEXT, "hello"],
     "opencode": ["run", "hello"],  # theirs are files OpenCode reads itself
+    "kilo": ["run", "hello"],  # theirs are files Kilo reads itself
     "gemini": ["-p", "hello"],  # its user writes them in ~/.gemini/GEMINI.md (USER_FILES)
     "copilot": ["-p", "hello"],  # theirs are files Copilot reads itself
     "qwen": ["-p", "hello", "--append-system-prompt", USER_TEXT],
+    "cline": ["hello"],  # theirs are rules Cline reads itself
 }
 USER_FILES: dict[str, dict[str, str]] = {  # an agent whose user writes them in a file
     "gemini": {"/home/u/.gemini/GEMINI.md": USER_TEXT},
@@ -102,7 +104,8 @@ def memory(channel: str) -> Memory:
 
 def plan(name: str, *, with_memory: bool = True, resume: bool = False,
          frozen: str | None = None, args: list[str] | None = None,
-         agent_session: str | None = "agent-session-1") -> LaunchPlan:
+         agent_session: str | None = "agent-session-1",
+         version: str | None = None) -> LaunchPlan:
     """`name`'s plan of a launch with its user's own instructions (USER_ARGS, USER_FILES)."""
     adapter = ADAPTERS[name]
     given = tuple(USER_ARGS[name] if args is None else args)
@@ -114,7 +117,8 @@ def plan(name: str, *, with_memory: bool = True, resume: bool = False,
             given, FakeProbe(USER_FILES.get(name, {}))),
         frozen_instructions=frozen, agent_session=agent_session, resume=resume,
         files_dir=SESSION_FILES,
-        user_settings=adapter.user_settings(given, FakeProbe({}))))  # every launch
+        user_settings=adapter.user_settings(given, FakeProbe({})),  # every launch
+        version=version))
 
 
 URL = "http://127.0.0.1:11434/v1"

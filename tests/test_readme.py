@@ -16,7 +16,7 @@ import pytest
 
 from tests.mockmodel import MockModel, Text, mcp
 from tests.mockmodel.agents import codex_config
-from tests.peers import npm_bin
+from tests.peers import node22_dir, npm_bin
 from tests.wait import gone
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -225,7 +225,8 @@ def test_every_shell_example_runs_as_written(tmp_path: Path) -> None:
            if not key.startswith(("AMUX_", "XDG_", "ANTHROPIC_", "OPENAI_", "CODEX_",
                                   "CLAUDE_", "PI_"))}
     env.update({"HOME": str(home), "ANTHROPIC_BASE_URL": "http://127.0.0.1:11434",
-                "ANTHROPIC_API_KEY": "sk-the-users-own"})
+                "ANTHROPIC_API_KEY": "sk-the-users-own",
+                "PATH": f"{node22_dir()}:{env['PATH']}"})  # Node >= 22.19, as the README says
     statuses = tmp_path / "statuses"
     script = "".join(f"{line}\necho \"$?\" >> {statuses}\n" for line in lines)
     search = mcp("memory_search", {"query": "build"})

@@ -153,6 +153,10 @@ class AgentRequest(NamedTuple):
     """What the plan must merge its own settings into, read from the user's set-up at every
     launch, new or resumed (the adapter's `user_settings` hook; the agent rereads its own
     config each launch too): e.g. the user's own value of a variable the plan also sets."""
+    version: str | None = None
+    """The agent's version as the launcher learnt it (`version_args`), recorded with the
+    session and given again on resume, so a resume takes the route its start took; None
+    when unknown (a dry run knows only a version learnt before)."""
 
 
 class PlanFile(NamedTuple):
@@ -379,6 +383,9 @@ class Requirement(NamedTuple):
     """What amux loses without it (shown when it is missing)."""
     help_args: tuple[str, ...] = ("--help",)
     """For a flag: the arguments whose output lists it (a subcommand's own help)."""
+    since: str | None = None
+    """The first version of the agent that has it, when amux uses it only from that version
+    on (Pi's MCP route): an older agent is not checked for it."""
 
 
 def chosen_session(start: str, resume: str) -> tuple[Requirement, Requirement]:
@@ -576,6 +583,14 @@ class Adapter(Protocol):
         written, given the agent's environment and the amux session's own directory, so
         the launcher can learn the name."""
         ...
+
+
+def channel_for(adapter: Adapter, version: str | None) -> Channel:
+    """The memory channel of a launch of the agent at `version`: `channel_of(version)` of
+    an adapter whose agent gained a channel in some version (Pi's MCP), else its
+    `channel`."""
+    channel_of: Callable[[str | None], Channel] | None = getattr(adapter, "channel_of", None)
+    return adapter.channel if channel_of is None else channel_of(version)
 
 
 def no_user_settings(adapter: object, args: tuple[str, ...], probe: Probe) -> Mapping[str, str]:

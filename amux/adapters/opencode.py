@@ -132,12 +132,14 @@ def xdg_dirs(home: str) -> dict[str, str]:
             "XDG_STATE_HOME": os.path.join(home, ".local", "state")}
 
 
-def user_config(value: str | None) -> dict[str, Any]:
-    """The user's own `OPENCODE_CONFIG_CONTENT` as an object ({} when unset or empty, as
-    OpenCode ignores it then); `ValueError` naming the variable when it is no JSONC object."""
+def user_config(value: str | None, variable: str = CONTENT,
+                agent: str = "OpenCode") -> dict[str, Any]:
+    """The user's own `OPENCODE_CONFIG_CONTENT` (or a fork's `variable`) as an object ({}
+    when unset or empty, as OpenCode ignores it then); `ValueError` naming the variable
+    when it is no JSONC object."""
     if not value:
         return {}
-    return jsonc.load_object(value, CONTENT, "fix or unset it (OpenCode would refuse it too)")
+    return jsonc.load_object(value, variable, f"fix or unset it ({agent} would refuse it too)")
 
 
 def merge(user: Mapping[str, Any], ours: Mapping[str, Any]) -> dict[str, Any]:
@@ -156,10 +158,10 @@ def merge(user: Mapping[str, Any], ours: Mapping[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def _endpoint(endpoint: EndpointRequest) -> dict[str, Any]:
+def _endpoint(endpoint: EndpointRequest, agent: str) -> dict[str, Any]:
     """A provider of this launch only, every model OpenCode picks (titles too) its model;
     the key as OpenCode's own `{env:VAR}` reference, so its value is in no config text."""
-    api = endpoint_api(endpoint, "OpenCode", ENDPOINT_PATHS,
+    api = endpoint_api(endpoint, agent, ENDPOINT_PATHS,
                        "an OpenAI-compatible (Chat Completions) or Anthropic endpoint")
     model = f"{ENDPOINT_PROVIDER}/{endpoint.model}"
     key = f"{{env:{endpoint.key_env}}}" if endpoint.key_env else NO_KEY
@@ -170,20 +172,35 @@ def _endpoint(endpoint: EndpointRequest) -> dict[str, Any]:
         "model": model, "small_model": model}
 
 
-def pick_session(run: FinishedRun) -> tuple[str | None, str | None]:
+def pick_session(run: FinishedRun, agent: str = "OpenCode") -> tuple[str | None, str | None]:
     """(The id the plugin recorded for `run`, or None and a warning saying why)."""
     if not run.files:
-        return None, ("OpenCode started no session in this run (no prompt was sent, or its "
+        return None, (f"{agent} started no session in this run (no prompt was sent, or its "
                       "plugins were off: --pure)" + NOT_RESUMABLE)
     found = run.files[0].first_line.rstrip("\n")
     if len(run.files) == 1 and _SESSION_ID.fullmatch(found):
         return found, None
-    return None, f"OpenCode's session file holds no session id ({found[:60]!r})" + NOT_RESUMABLE
+    return None, f"{agent}'s session file holds no session id ({found[:60]!r})" + NOT_RESUMABLE
 
 
 class OpenCodeAdapter:
+    """OpenCode's adapter; a fork of OpenCode that keeps its config format (Kilo) subclasses
+    it and names its own variable, files, flags and native memory in the class attributes
+    and the `native_memory_off` hook below."""
+
     name = "opencode"
     display_name = "OpenCode"
+    config_variable = CONTENT
+    instructions_file = INSTRUCTIONS_FILE
+    plugin_file = PLUGIN_FILE
+    session_file = SESSION_FILE
+    tool_names = TOOLS
+    models_fetch_variable = NO_MODELS_FETCH
+    launcher_only: tuple[str, ...] = _LAUNCHER_ONLY
+    value_options = _VALUE_OPTIONS
+    not_ui = _NOT_UI
+    session_flags: tuple[str, ...] = ("-c", "--continue", "-s", "--session", "--fork")
+    """The agent's own ways to choose a session, refused: `amux run --resume` chooses."""
     model_api: ModelApi = "chat"
     endpoint_paths = ENDPOINT_PATHS
     prompt_args = ("run", PROMPT)
@@ -191,7 +208,7 @@ class OpenCodeAdapter:
     """Its UI draws into the pipe and waits for keys that never come."""
     first_request: FirstRequest | None = FirstRequest(
         "1.18.33", memory=RequestSize(36119, 9030), plain=RequestSize(30815, 7704))
-    key_variables = ("OPENAI_API_KEY",)
+    key_variables: tuple[str, ...] = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md")
     mcp_tool_prefix: str | None = "amux_"
     channel: Channel = "mcp"
@@ -238,22 +255,23 @@ class OpenCodeAdapter:
     quick_exit_cause = no_quick_exit_cause
 
     def starts_ui(self, args: tuple[str, ...]) -> bool:
-        first = first_operand(args, _VALUE_OPTIONS)
-        return (first is None or args[first] not in _NOT_UI) and not has_flag(args, _INFO)
+        first = first_operand(args, self.value_options)
+        return (first is None or args[first] not in self.not_ui) and not has_flag(args, _INFO)
 
     def user_instructions(self, args: tuple[str, ...], probe: Probe) -> tuple[str, ...]:
         return ()  # OpenCode reads AGENTS.md and every layer's `instructions` itself
 
     def user_settings(self, args: tuple[str, ...], probe: Probe) -> Mapping[str, str]:
         """The user's own `OPENCODE_CONFIG_CONTENT`, which amux's must merge into."""
-        value = probe.env.get(CONTENT)
+        value = probe.env.get(self.config_variable)
         if not value:
             return NOTHING
-        user_config(value)  # a broken value fails now, naming the variable
-        return {CONTENT: value}
+        # a broken value fails now, naming the variable
+        user_config(value, self.config_variable, self.display_name)
+        return {self.config_variable: value}
 
     def isolated_env(self, home: str) -> EnvPatch:
-        return EnvPatch(xdg_dirs(home), _LAUNCHER_ONLY)
+        return EnvPatch(xdg_dirs(home), self.launcher_only)
 
     def own_resume(self, ref: str) -> tuple[str, ...] | None:
         return ("--session", ref)
@@ -264,7 +282,15 @@ class OpenCodeAdapter:
     kept_session = no_kept_session
 
     def session_files(self, env: Mapping[str, str], state_dir: str) -> SessionFiles | None:
-        return SessionFiles(state_dir, SESSION_FILE, pick_session, held=False)
+        return SessionFiles(state_dir, self.session_file, self._pick_session, held=False)
+
+    def _pick_session(self, run: FinishedRun) -> tuple[str | None, str | None]:
+        return pick_session(run, self.display_name)
+
+    def native_memory_off(self, request: AgentRequest, plan: LaunchPlan) -> LaunchPlan:
+        """`plan`, a launch with memory, with the agent's own long-term memory off for it
+        (and the suppression recorded); OpenCode has none."""
+        return plan
 
     def headless(self, home: str, scratch: str) -> Headless:
         """`opencode run …` (its default permissions allow edits; an `ask` would be
@@ -275,18 +301,20 @@ class OpenCodeAdapter:
                         dirs=tuple(dirs.values()))
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
-        refuse(request.args, ("-c", "--continue", "-s", "--session", "--fork"), "OpenCode")
+        refuse(request.args, self.session_flags, self.display_name)
         memory = request.memory
-        first = first_operand(request.args, _VALUE_OPTIONS)
+        first = first_operand(request.args, self.value_options)
         command = None if first is None else request.args[first]
         if memory is not None and (command == "attach" or any(
                 arg.partition("=")[0] == "--attach" for arg in request.args)):
-            raise PlanRefused("--attach (and `opencode attach`) would run on another OpenCode "
-                              "server, whose config and MCP servers are not this launch's, so "
-                              "it would have no memory; start OpenCode through amux instead, "
-                              "or switch memory off for it")
+            raise PlanRefused(f"--attach (and `{self.name} attach`) would run on another "
+                              f"{self.display_name} server, whose config and MCP servers are "
+                              "not this launch's, so it would have no memory; start "
+                              f"{self.display_name} through amux instead, or switch memory "
+                              "off for it")
         try:
-            user = user_config(request.user_settings.get(CONTENT))
+            user = user_config(request.user_settings.get(self.config_variable),
+                               self.config_variable, self.display_name)
         except ValueError as problem:
             raise PlanRefused(str(problem)) from None
         ours: dict[str, Any] = {}
@@ -294,34 +322,35 @@ class OpenCodeAdapter:
         instructions = None
         if memory is not None:
             instructions = request.frozen_instructions or memory.protocol
-            path = self._file(request, INSTRUCTIONS_FILE)
+            path = self._file(request, self.instructions_file)
             files.append(PlanFile(path, instructions))
             ours["instructions"] = [path]
             ours["mcp"] = {"amux": {"type": "local", "command": list(memory.mcp_command),
                                     "environment": dict(memory.env)}}
-            ours["permission"] = dict.fromkeys(TOOLS, "allow")
+            ours["permission"] = dict.fromkeys(self.tool_names, "allow")
         if request.agent_session is None and request.files_dir is not None:
-            plugin = os.path.join(request.files_dir, PLUGIN_FILE)
-            target = json.dumps(os.path.join(request.files_dir, SESSION_FILE))
+            plugin = os.path.join(request.files_dir, self.plugin_file)
+            target = json.dumps(os.path.join(request.files_dir, self.session_file))
             files.append(PlanFile(plugin, _PLUGIN.format(path=target)))
             ours["plugin"] = [plugin]
         env: dict[str, str] = {}
         if request.endpoint is not None:
-            ours.update(_endpoint(request.endpoint))
-            env[NO_MODELS_FETCH] = "1"
+            ours.update(_endpoint(request.endpoint, self.display_name))
+            env[self.models_fetch_variable] = "1"
         if ours:
-            env[CONTENT] = json.dumps(merge(user, ours), ensure_ascii=False)
+            env[self.config_variable] = json.dumps(merge(user, ours), ensure_ascii=False)
         args = list(request.args)
         if request.resume and request.agent_session is not None:
             at = first + 1 if command == "run" and first is not None else 0
             args[at:at] = ["--session", request.agent_session]
-        return LaunchPlan((request.executable, *args), env=EnvPatch(env),
-                          channel="none" if memory is None else "mcp",
-                          instructions=instructions, files=tuple(files),
-                          agent_session=request.agent_session)
+        launch = LaunchPlan((request.executable, *args), env=EnvPatch(env),
+                            channel="none" if memory is None else "mcp",
+                            instructions=instructions, files=tuple(files),
+                            agent_session=request.agent_session)
+        return launch if memory is None else self.native_memory_off(request, launch)
 
-    @staticmethod
-    def _file(request: AgentRequest, name: str) -> str:
+    def _file(self, request: AgentRequest, name: str) -> str:
         if request.files_dir is None:
-            raise PlanRefused("OpenCode's instructions need the session's directory")
+            raise PlanRefused(f"{self.display_name}'s instructions need the session's "
+                              "directory")
         return os.path.join(request.files_dir, name)

@@ -1,9 +1,29 @@
-"""Pi (`pi`): the CLI protocol through `--append-system-prompt`, memory through bash.
+"""Pi (`pi`): two routes, chosen by the version the launcher learns (`channel_of`).
 
-Pi has no MCP and no built-in long-term memory (third-party memory extensions are
-not evaluated), so nothing is suppressed: the protocol names `amux memory …`
-commands and the launcher puts a directory holding only `amux` first on PATH,
-with the connection in the environment.
+Pi from 0.99.0 (`@earendil-works/pi-coding-agent`, pinned 1.6.0) has MCP: the MCP
+protocol and the memory tools, declared to the model like every other agent's, through
+one extension (`--extension`, `MCP_EXTENSION`, the same for every launch) reading what this
+launch adds from a file in the session's own directory (`AMUX_PI_LAUNCH`). It
+registers the stdio server `amux` with `exposure: "direct"` (`pi.registerMcpServer`: the
+user's `mcp.json` servers keep their own exposure, `codemode` by default; a server of
+theirs named `amux` wins, as Pi lets a file's server win) and, in `before_agent_start`,
+puts the frozen text where `--append-system-prompt` puts it (`systemPromptOptions.
+appendSystemPrompt`, Pi's `<addendum>`): after what Pi itself appends (its
+`APPEND_SYSTEM.md`, the project's only when Pi trusts the project), or, when the user gave
+`--append-system-prompt`, in place of it with their values (taken out of argv, read as Pi
+reads them, frozen with the protocol), as the flag replaces Pi's discovery. Pi's own
+discovery, trust and context files are left to Pi. Sessions: `--session-id ID` (a UUID
+chosen up front from the session's own file name), the same to resume.
+
+Older Pi (the `@mariozechner` package, up to 0.73.1) has no MCP and no
+`--session-id`: the command-line route below, unchanged. Pi has no built-in long-term
+memory in either (1.6.0's built-in extensions are `mcp`, `codemode`, `tool-search` and
+`llama.cpp`, and it ships no skills; third-party memory extensions are not evaluated), so
+nothing is suppressed.
+
+The command-line route: the protocol names `amux memory …` commands and the launcher
+puts a directory holding only `amux` first on PATH, with the connection in the
+environment.
 
 Instructions (as Pi 0.73.1 reads them, `core/resource-loader.js`): any
 `--append-system-prompt` replaces Pi's own discovery, so amux's one flag would
@@ -18,10 +38,12 @@ after it. The merged text goes to Pi as a file, `--append-system-prompt FILE`
 (0600 in the session's own directory, rewritten from the frozen text before every
 launch): out of `ps` and of the 128 KiB limit of one argument.
 
-Sessions: `--session FILE` chosen up front, the same file to resume. `--no-session`
+Sessions: `--session FILE` chosen up front, the same file to resume (a session started so
+resumes so on any Pi). `--no-session`
 is Pi's ephemeral mode and is passed through: no `--session` then, Pi writes no
 session file, and the amux session is recorded as not resumable. The user's own
-`--session`, `--continue`, `--resume`, `--fork` and `--session-dir` are refused.
+`--session`, `--session-id`, `--continue`, `--resume`, `--fork` and `--session-dir` are
+refused.
 """
 
 from __future__ import annotations
@@ -43,6 +65,7 @@ from amux.adapters.base import (
     FirstRequest,
     Headless,
     LaunchPlan,
+    Memory,
     ModelApi,
     NoTerminal,
     PlanFile,
@@ -51,6 +74,7 @@ from amux.adapters.base import (
     RequestSize,
     Requirement,
     ResumeFlagRefused,
+    chosen_uuid,
     endpoint_api,
     first_line_version,
     first_operand,
@@ -74,8 +98,42 @@ EPHEMERAL = ("started with Pi's --no-session, an ephemeral session: Pi kept noth
 _VALUE_OPTIONS = frozenset({
     "--mode", "--provider", "--model", "--api-key", "--system-prompt", APPEND, "--session",
     "--fork", "--session-dir", "--models", "--tools", "-t", "--thinking", "--export",
-    "--extension", "-e", "--skill", "--prompt-template", "--theme"})
+    "--extension", "-e", "--skill", "--prompt-template", "--theme",
+    # Pi 1.x
+    "--session-id", "--name", "-n", "--exclude-tools", "-xt", "--use-theme", "--tui-mode"})
 """Pi's options that take the next argument as their value (`cli/args.js`)."""
+MCP_VERSION = "0.99.0"
+MCP_SINCE = (0, 99, 0)
+"""The first Pi with MCP and `pi.registerMcpServer` (its CHANGELOG)."""
+ENV_SYNTAX_SINCE = (0, 77, 0)
+"""The first Pi that reads a provider's `apiKey` as a literal unless it says `${NAME}`
+(its CHANGELOG); before it, a plain name of a variable that is set was its value."""
+MCP_FILE = "pi-amux.js"
+"""The extension of every launch on the MCP route, in the amux home (`MCP_EXTENSION`)."""
+LAUNCH_FILE = "pi-amux.json"
+"""What one launch on the MCP route adds, in the session's own directory."""
+SESSION_NAMESPACE = "5b0c7a46-3c4f-5d8e-9a51-6f2e0d7c1b94"
+"""The UUID namespace of the Pi session ids amux chooses (`chosen_uuid`)."""
+NO_MCP = ("--no-mcp", "--no-extensions", "-ne")
+"""The user's options that leave Pi without MCP support (`-ne` turns its built-in `mcp`
+extension off), so without the memory tools."""
+
+
+def version_tuple(version: str | None) -> tuple[int, ...] | None:
+    """`1.6.0` → (1, 6, 0); None when it does not start with a dotted number."""
+    head = (version or "").strip().lstrip("v").split("-")[0].split("+")[0]
+    parts = head.split(".")
+    return tuple(int(part) for part in parts) if all(p.isdigit() for p in parts) else None
+
+
+def _at_least(version: str | None, since: tuple[int, ...]) -> bool:
+    found = version_tuple(version)
+    return found is not None and found >= since
+
+
+def has_mcp(version: str | None) -> bool:
+    """Whether a Pi of `version` has MCP (an unknown version: no, the route every Pi runs)."""
+    return _at_least(version, MCP_SINCE)
 
 
 def _options(args: tuple[str, ...]) -> tuple[list[str], list[str], bool]:
@@ -135,6 +193,39 @@ def _discovered(probe: Probe) -> str | None:
     return None
 
 
+MCP_EXTENSION = """\
+// amux run: the memory tools and instructions of a Pi launched by amux (written by amux,
+// the same text for every launch). What one launch adds is in the file AMUX_PI_LAUNCH names.
+import { readFileSync } from "node:fs";
+
+export default function (pi) {
+  const path = process.env.AMUX_PI_LAUNCH;
+  if (!path) return;
+  const launch = JSON.parse(readFileSync(path, "utf8"));
+  pi.registerMcpServer("amux", launch.server);
+  pi.on("before_agent_start", (event) => {
+    const options = event.systemPromptOptions;
+    options.appendSystemPrompt = launch.replace || !options.appendSystemPrompt
+      ? launch.text : `${options.appendSystemPrompt}\\n\\n${launch.text}`;
+  });
+}
+"""
+"""The extension of every launch on the MCP route (module doc): one text at one path per
+amux home, so Pi's extension loader (jiti) compiles it once and finds it in its cache
+(`/tmp/jiti`, by path and text) at every later launch; a new file per session cost each
+launch about 125 ms and left a compiled copy behind. The launch's own data (the server,
+the frozen text, whether it replaces Pi's) is a JSON file in the session's directory."""
+LAUNCH_VARIABLE = "AMUX_PI_LAUNCH"
+
+
+def _launch_data(memory: Memory, text: str, replace: bool) -> str:
+    server = {"command": memory.mcp_command[0], "args": list(memory.mcp_command[1:]),
+              "env": dict(memory.env), "exposure": "direct",
+              "description": "amux shared memory"}
+    return json.dumps({"server": server, "text": text, "replace": replace}, indent=1,
+                      sort_keys=True) + "\n"
+
+
 ENDPOINT_FILE = "pi-endpoint.js"
 """The extension of an `--endpoint` launch, in the session's own directory."""
 _PI_API = {"openai": "openai-completions", "anthropic": "anthropic-messages"}
@@ -151,7 +242,8 @@ def _endpoint(request: AgentRequest) -> EndpointWiring | None:
     """A provider of this launch only: Pi reads providers from its own `models.json`,
     which amux must not edit, so an extension file given with `--extension` registers
     it (Chat Completions or Anthropic Messages) and `--model` names its model. The key
-    is read by Pi from the named variable; without one a placeholder."""
+    is read by Pi from the named variable (`${NAME}` from Pi 0.77.0 on, the bare name
+    before it); without one a placeholder."""
     endpoint = request.endpoint
     if endpoint is None:
         return None
@@ -162,8 +254,11 @@ def _endpoint(request: AgentRequest) -> EndpointWiring | None:
     model = {"id": endpoint.model, "name": endpoint.model, "reasoning": False,
              "input": ["text"], "contextWindow": 128000, "maxTokens": 16384,
              "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}}
+    key = endpoint.key_env
+    if key and _at_least(request.version, ENV_SYNTAX_SINCE):
+        key = "${" + key + "}"  # a plain string is a literal key there
     config = {"name": "amux run --endpoint", "baseUrl": endpoint.url, "api": _PI_API[api],
-              "apiKey": endpoint.key_env or NO_KEY, "models": [model]}
+              "apiKey": key or NO_KEY, "models": [model]}
     # JSON with every non-ASCII character escaped is a JavaScript literal.
     text = ("// amux run --endpoint: this launch's provider (written by amux, for this "
             "session only)\n"
@@ -184,7 +279,7 @@ class PiAdapter:
     without_terminal: NoTerminal = "ends"
     """It reads a prompt from stdin, and exits 0 with no output when none comes."""
     first_request: FirstRequest | None = FirstRequest(
-        "0.73.1", memory=RequestSize(7177, 1795), plain=RequestSize(5663, 1416))
+        "1.6.0", memory=RequestSize(10943, 2736), plain=RequestSize(5693, 1424))
     key_variables = ("OPENAI_API_KEY",)
     instruction_files = ("AGENTS.md", "CLAUDE.md")
     mcp_tool_prefix: str | None = None  # the CLI channel: `amux memory …` in its bash tool
@@ -203,8 +298,15 @@ class PiAdapter:
                     "an extension of that launch registers)"),
         Requirement("flag", "--model", "`amux run --model` is the model Pi uses"),
         Requirement("setting", "registerProvider", "`amux run --endpoint` reaches Pi"),
+        # Pi's MCP route (0.99.0 on)
+        Requirement("flag", "--session-id", "a new session's id is chosen up front, so it "
+                    "can be resumed", since=MCP_VERSION),
+        Requirement("setting", "registerMcpServer", "the memory tools reach Pi (a server of "
+                    "the launch, exposed directly)", since=MCP_VERSION),
+        Requirement("setting", "systemPromptOptions", "the memory protocol reaches Pi's "
+                    "system prompt after the user's own", since=MCP_VERSION),
     )
-    package: str | None = "@mariozechner/pi-coding-agent"
+    package: str | None = "@earendil-works/pi-coding-agent"
     exit_meanings: Mapping[int, str] = NO_EXIT_MEANINGS
     quick_exit_hint = ("set the key of its provider (e.g. ANTHROPIC_API_KEY, or `pi` then "
                        "/login), or point it at a model server: `amux run --endpoint URL "
@@ -233,14 +335,24 @@ class PiAdapter:
     session_files = no_session_files
     user_settings = no_user_settings
 
+    def channel_of(self, version: str | None) -> Channel:
+        """The channel of a launch of a Pi of `version` (module doc)."""
+        return "mcp" if has_mcp(version) else "cli"
+
     def own_resume(self, ref: str) -> tuple[str, ...] | None:
-        return ("--session", ref)
+        return ("--session", ref)  # a file or an id: Pi's `--session` opens either
 
     def new_session_ref(self, session_id: str, state_dir: str) -> str | None:
+        """The session's own file; on the MCP route the plan names the session by an id
+        made from it (`_session_id`)."""
         return os.path.join(state_dir, "pi-session.jsonl")
 
     def kept_session(self, ref: str, env: Mapping[str, str]) -> tuple[str, str] | None:
-        return os.path.dirname(ref), os.path.basename(ref)  # the file amux names
+        if os.path.isabs(ref):
+            return os.path.dirname(ref), os.path.basename(ref)  # the file amux names
+        # Pi 1.x: `<sessions>/--<cwd>--/<time>_<id>.jsonl`, under its agent directory
+        # unless PI_CODING_AGENT_SESSION_DIR says otherwise.
+        return _sessions_dir(env), f"*_{ref}.jsonl"
 
     def headless(self, home: str, scratch: str) -> Headless:
         """`pi -p …`, offline (no update or model-list checks)."""
@@ -249,17 +361,19 @@ class PiAdapter:
                                                       "PI_OFFLINE": "1"}), dirs=(agent_dir,))
 
     def plan(self, request: AgentRequest) -> LaunchPlan:
-        refuse(request.args, ("--session", "--continue", "-c", "--resume", "-r", "--fork",
-                              "--session-dir"), "Pi")
+        refuse(request.args, ("--session", "--session-id", "--continue", "-c", "--resume",
+                              "-r", "--fork", "--session-dir"), "Pi")
+        if has_mcp(request.version) and request.memory is not None:
+            return _mcp_plan(request)
         args, appended, no_session = _options(request.args)
         if no_session and request.resume:
             raise ResumeFlagRefused(
                 "--no-session would start a new, ephemeral Pi session instead of resuming "
                 "this one; resume without it, or start a new one with `amux run pi -- "
                 "--no-session …`")
-        agent_session = None if no_session else request.agent_session
+        agent_session = None if no_session else _session_ref(request)
         not_resumable = EPHEMERAL if no_session else None
-        session = ["--session", agent_session] if agent_session else []
+        session = _session_args(agent_session)
         memory = request.memory
         endpoint = _endpoint(request)
         if memory is None:
@@ -283,3 +397,71 @@ class PiAdapter:
                        channel="cli",
                        instructions=instructions, files=files, agent_session=agent_session,
                        not_resumable=not_resumable, warnings=tuple(ignored)), endpoint)
+
+
+def _sessions_dir(env: Mapping[str, str]) -> str:
+    """Where Pi 1.x keeps its sessions (a directory per cwd below it)."""
+    found = env.get("PI_CODING_AGENT_SESSION_DIR")
+    if found:
+        return found
+    home = env.get("HOME") or os.path.expanduser("~")
+    agent_dir = env.get("PI_CODING_AGENT_DIR") or os.path.join(home, ".pi", "agent")
+    if agent_dir == "~" or agent_dir.startswith("~/"):
+        agent_dir = home + agent_dir[1:]
+    return os.path.join(agent_dir, "sessions")
+
+
+def _session_ref(request: AgentRequest) -> str | None:
+    """The Pi session of this launch: a new one's file (the command-line route), or on the
+    MCP route a UUID made from that file's path, with which Pi keeps it where it keeps
+    its own (`--session-id`); a resumed one's as it was recorded."""
+    ref = request.agent_session
+    if ref is None or request.resume or not has_mcp(request.version):
+        return ref
+    return chosen_uuid(SESSION_NAMESPACE, ref)
+
+
+def _session_args(ref: str | None) -> list[str]:
+    """`--session FILE` for a session file, `--session-id ID` for an id."""
+    if ref is None:
+        return []
+    return ["--session", ref] if os.path.isabs(ref) else ["--session-id", ref]
+
+
+def _mcp_plan(request: AgentRequest) -> LaunchPlan:
+    """A launch with memory of a Pi with MCP (module doc)."""
+    memory = request.memory
+    assert memory is not None
+    if request.files_dir is None:
+        raise PlanRefused("Pi needs the session's directory for its extension")
+    args, appended, no_session = _options(request.args)
+    if no_session and request.resume:
+        raise ResumeFlagRefused(
+            "--no-session would start a new, ephemeral Pi session instead of resuming "
+            "this one; resume without it, or start a new one with `amux run pi -- "
+            "--no-session …`")
+    agent_session = None if no_session else _session_ref(request)
+    # The user's own --append-system-prompt values replace Pi's discovery, as the flag
+    # does; without them Pi's own discovered text comes first (the extension adds to it).
+    given = list(request.user_instructions) if appended else []
+    instructions = (request.frozen_instructions
+                    or merge_instructions(given, memory.protocol) or "")
+    replace = instructions != memory.protocol
+    warnings = ignored_on_resume(request, APPEND, appended,
+                                 merge_instructions(appended, memory.protocol))
+    off = [flag for flag in NO_MCP if flag in args]
+    if off:
+        warnings.append(f"{off[0]} leaves Pi without MCP: it will not offer the memory "
+                        "tools; launch without it for memory")
+    # The amux home (or an isolated target's `~/.amux`): the session directory's grandparent.
+    path = os.path.join(os.path.dirname(os.path.dirname(request.files_dir)), MCP_FILE)
+    data = os.path.join(request.files_dir, LAUNCH_FILE)
+    argv = (request.executable, *_session_args(agent_session), "--extension", path, *args)
+    return with_endpoint(
+        LaunchPlan(argv, env=EnvPatch({LAUNCH_VARIABLE: data}), channel="mcp",
+                   instructions=instructions,
+                   files=(PlanFile(path, MCP_EXTENSION),
+                          PlanFile(data, _launch_data(memory, instructions, replace))),
+                   agent_session=agent_session,
+                   not_resumable=EPHEMERAL if no_session else None,
+                   warnings=tuple(warnings)), _endpoint(request))

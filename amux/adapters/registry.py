@@ -17,6 +17,12 @@ def _claude() -> Adapter:
     return ClaudeAdapter()
 
 
+def _cline() -> Adapter:
+    from amux.adapters.cline import ClineAdapter
+
+    return ClineAdapter()
+
+
 def _codex() -> Adapter:
     from amux.adapters.codex import CodexAdapter
 
@@ -33,6 +39,12 @@ def _gemini() -> Adapter:
     from amux.adapters.gemini import GeminiAdapter
 
     return GeminiAdapter()
+
+
+def _kilo() -> Adapter:
+    from amux.adapters.kilo import KiloAdapter
+
+    return KiloAdapter()
 
 
 def _opencode() -> Adapter:
@@ -55,9 +67,11 @@ def _qwen() -> Adapter:
 
 _FACTORIES: Mapping[str, Callable[[], Adapter]] = {
     "claude": _claude,
+    "cline": _cline,
     "codex": _codex,
     "copilot": _copilot,
     "gemini": _gemini,
+    "kilo": _kilo,
     "opencode": _opencode,
     "pi": _pi,
     "qwen": _qwen,

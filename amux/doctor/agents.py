@@ -94,19 +94,27 @@ def check(name: str, env: Mapping[str, str], home: Path) -> tuple[dict[str, Any]
     findings: list[Finding] = []
     if node["satisfied"] is False:
         needed = node["requires"]
+        # An agent that answered runs here all the same, and may misbehave: a note. One that
+        # cannot even say its version does not start (Pi 1.x on Node 20): a problem, and its
+        # help cannot tell which flags it has, so they are not called missing.
         findings.append(Finding(
             label, f"{name}'s package declares node {needed}, and the node on PATH is "
-            f"{node['found']}: it may fail to start or misbehave", f"install Node.js "
-            f"{_least_major(needed) or needed} or newer (e.g. `nvm install "
-            f"{_least_major(needed) or 'node'}`), then check again", "note"))
+            f"{node['found']}: " + ("it may fail to start or misbehave" if version else
+                                    f"{name} does not start with it"),
+            f"{node_fix(needed)}, then check again",
+            "note" if version else "problem"))
+    unstarted = node["satisfied"] is False and version is None
     for requirement in adapter.requires:
+        older = requirement.since is not None and _older(version, requirement.since)
         if requirement.kind == "flag":
             where = "`" + " ".join((name, *requirement.help_args)) + "`"
-            present = in_help(helps[requirement.help_args].result(), requirement.name)
+            present = (None if unstarted or older else
+                       in_help(helps[requirement.help_args].result(), requirement.name))
         else:
-            where, present = "its installed code", found[requirement.name]
+            where, present = "its installed code", None if older else found[requirement.name]
         requirements.append({**requirement._asdict(), "present": present, "where": where})
-        finding = _finding(label, name, version, requirement, present, where)
+        finding = (None if (unstarted or older) and present is None else
+                   _finding(label, name, version, requirement, present, where))
         if finding is not None:
             findings.append(finding)
     return ({"name": name, "found": True, "path": executable,
@@ -132,6 +140,13 @@ def node_check(executable: str, probe: SystemProbe) -> dict[str, Any]:
     found = _node_version(probe)
     satisfied = None if requires is None or found is None else satisfies(found, requires)
     return {"requires": requires, "found": found, "satisfied": satisfied}
+
+
+def node_fix(requires: str) -> str:
+    """What to install for a package that declares node `requires`."""
+    least = _least_major(requires)
+    return (f"install Node.js {least or requires} or newer (e.g. `nvm install "
+            f"{least or 'node'}`) and put it first on PATH")
 
 
 def _node_version(probe: SystemProbe) -> str | None:
@@ -190,6 +205,16 @@ def _compare(have: tuple[int, int, int], comparator: str) -> bool | None:
     if upper is not None:
         return want <= have < upper
     return checks[operator]
+
+
+def _older(version: str | None, since: str) -> bool:
+    """Whether the agent's `version` (as its adapter reads it) is before `since`: amux does
+    not use what came in `since` with it. False when either has no `X.Y.Z` to compare."""
+    found = None if version is None else re.search(r"(\d+)\.(\d+)\.(\d+)", version)
+    first = re.search(r"(\d+)\.(\d+)\.(\d+)", since)
+    if found is None or first is None:
+        return False
+    return tuple(map(int, found.groups())) < tuple(map(int, first.groups()))
 
 
 def _least_major(requires: str) -> int | None:

@@ -26,9 +26,14 @@ def written(file: PlanFile) -> Write:
 
 
 def write(files: Sequence[PlanFile]) -> None:
+    """Write `files`, making any missing directory above one (0700: Cline's rule file is
+    three levels into the session's directory)."""
     for file in files:
         entry = written(file)
         try:
+            for directory in reversed([entry.path.parent, *entry.path.parent.parents]):
+                if not directory.exists():
+                    directory.mkdir(mode=0o700)
             entry.write(file.text.encode("utf-8"))
         except (OSError, ValueError) as exc:
             raise InternalError(f"cannot write {entry.path} for the agent: {exc}") from None

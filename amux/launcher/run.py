@@ -42,6 +42,7 @@ from amux.adapters.base import (
     LaunchPlan,
     Memory,
     PlanRefused,
+    channel_for,
     no_terminal,
     prompt_example,
     url_form,
@@ -524,6 +525,15 @@ def _prepare(home: Path, request: RunRequest, client: Path,
         key = (endpoint.key_env,) if endpoint is not None and endpoint.key_env else ()
         base = isolation(os.environ, target, (*request.pass_env, *key), resets)
     base_env = base.apply(os.environ)
+    version = session.adapter_version
+    if new:  # asked as the agent will run; a dry run starts nothing: a version known before
+        version = versions.cached_version(home, adapter, executable, base_env,
+                                          _run_as(target), ask=not request.dry_run)
+        channel = channel_for(adapter, version)  # an agent that gained MCP in some version
+        if session.protocol is not None and channel != "none" and channel != adapter.channel:
+            session = session._replace(protocol=render.render(channel))
+        if not request.dry_run:
+            session = session._replace(adapter_version=version)
     run_dir = memory = None
     if session.binding is not None and session.protocol is not None:
         if target is None:
@@ -534,9 +544,6 @@ def _prepare(home: Path, request: RunRequest, client: Path,
         memory = Memory(protocol=session.protocol, mcp_command=(str(mcp), "memory", "mcp"),
                         env={"AMUX_MEMORY_CONFIG": str(run_dir.config)},
                         bin_dir=str(run_dir.bin_dir))
-    if new and not request.dry_run:  # asked as the agent will run
-        session = session._replace(adapter_version=versions.cached_version(
-            home, adapter, executable, base_env, _run_as(target)))
     if endpoint is not None and endpoint.key_env and endpoint.key_env not in base_env:
         raise InvalidArgument(f"--endpoint-key-env {endpoint.key_env}: it is "
                               "not set in this environment; export the endpoint's key in it, or "
@@ -557,7 +564,8 @@ def _prepare(home: Path, request: RunRequest, client: Path,
         frozen_instructions=None if new else session.instructions,
         agent_session=(adapter.new_session_ref(session.id, str(agent_dir)) if new
                        else session.agent_session),
-        resume=not new, files_dir=str(agent_dir), endpoint=endpoint, user_settings=settings))
+        resume=not new, files_dir=str(agent_dir), endpoint=endpoint, user_settings=settings,
+        version=version))
     plan = plan._replace(warnings=(*warnings, *probe.warnings, *plan.warnings))
     checked = _check_window(request, resumed, adapter, endpoint, memory is not None, base_env)
     if new:
@@ -809,10 +817,27 @@ def _exit_cause(launch: Launch, env: Mapping[str, str], status: int, seconds: fl
     if no_ui:
         return no_terminal(adapter)
     probe = SystemProbe(env, os.getcwd(), run_as=launch.run_as, files=launch.files)
+    if launch.run_as is None:  # an isolated run's package is the target user's to read
+        old_node = _node_too_old(launch.plan.argv[0], probe)
+        if old_node:
+            return old_node
     try:
         return adapter.quick_exit_cause(argv, probe)
     except OSError:  # the helper acting as the agent's user failed or was stopped: unknown
         return None
+
+
+def _node_too_old(executable: str, probe: SystemProbe) -> str | None:
+    """The cause of a quick failure when the agent's npm package declares a Node.js its PATH
+    does not have (Pi 1.x needs 22.19 and dies at start on 20), as `amux doctor` says it."""
+    from amux.doctor.agents import node_check, node_fix
+
+    found = shutil.which(executable, path=probe.env.get("PATH", os.defpath))
+    node = node_check(found, probe) if found else None
+    if node is None or node["satisfied"] is not False:
+        return None
+    return (f"its package declares node {node['requires']}, and the node on PATH is "
+            f"{node['found']}: {node_fix(node['requires'])}")
 
 
 def _nothing_on_stdin() -> bool:

@@ -28,13 +28,16 @@ RESUME_FLAGS = {"copilot": ["--resume=x", "-p", "hello"],
                 "claude": ["--resume", "x"], "codex": ["exec", "resume", "x"],
                 "pi": ["--session", "x"], "gemini": ["--resume", "x"],
                 "opencode": ["run", "--session", "x", "hello"],
-                "qwen": ["--continue", "-p", "x"]}
+                "kilo": ["run", "--session", "x", "hello"],
+                "qwen": ["--continue", "-p", "x"], "cline": ["--id", "x"]}
 SUPPRESSED = {  # what each agent's native memory needs turned off (Pi has none)
     "claude": {"env": {"CLAUDE_CODE_DISABLE_AUTO_MEMORY": "1"}},
     "codex": {"argv": ["features.memories=false", "memories.use_memories=false",
                        "memories.generate_memories=false"]},
     "pi": {},
     "opencode": {},  # OpenCode has no built-in long-term memory either
+    "cline": {},  # nor has Cline (its "memory bank" is a convention of the user's rules)
+    "kilo": {"env": {"XDG_DATA_HOME": "/home/u/.local/share/amux/sessions/s/kilo-data"}},
     "copilot": {"argv": ["--excluded-tools=store_memory,vote_memory"]},
     "gemini": {"argv": ["--policy", "/home/u/.local/share/amux/sessions/s/gemini-policy.toml"],
                "settings": {"experimental.autoMemory": False}},
@@ -49,12 +52,15 @@ EPHEMERAL_ARGS = {  # the agent's own mode that keeps no session
     "pi": ["--no-session", "-p", "hello"],
     "qwen": ["--chat-recording=false", "-p", "hello"],
 }
-NO_EPHEMERAL_MODE = {"gemini", "opencode", "copilot"}
+NO_EPHEMERAL_MODE = {"gemini", "opencode", "copilot", "cline", "kilo"}
 """Agents that keep every session (nothing to pass on, nothing to refuse)."""
-OWN_FILES = {"opencode", "copilot"}
+OWN_FILES = {"opencode", "copilot", "cline", "kilo"}
 """Agents that read all of the user's instructions themselves (AGENTS.md, their config's
 instruction files), before amux's own file: the merged text is the protocol alone, and
 that order is proven with the real agent (tests/e2e/test_opencode.py)."""
+RESUMES_IN_UI = {"cline"}
+"""Agents that resume a session only in their interactive UI (Cline's `--id` drops the
+prompt and needs a terminal)."""
 NAMES = sorted(ADAPTERS)
 
 
@@ -260,7 +266,8 @@ def test_every_agent_says_how_it_runs_one_prompt_and_when_it_needs_a_terminal(na
                               next(iter(adapter.endpoint_paths)))
     for resume in (False, True):  # amux's own arguments do not hide what the user's start
         assert adapter.starts_ui(plan(name, args=[], resume=resume).argv[1:])
-        assert not adapter.starts_ui(plan(name, args=list(one), resume=resume).argv[1:])
+        assert adapter.starts_ui(plan(name, args=list(one), resume=resume).argv[1:]) == (
+            resume and name in RESUMES_IN_UI)
     assert adapter.starts_ui(endpoint_plan(name, pointed, args=[]).argv[1:])
     assert not adapter.starts_ui(endpoint_plan(name, pointed, args=list(one)).argv[1:])
 

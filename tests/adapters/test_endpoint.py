@@ -46,7 +46,11 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
     pointed = endpoint_plan(name, EndpointRequest(url, "qwen3", api), with_memory=with_memory)
     extra = len(pointed.argv) - len(bare.argv)
     assert pointed.argv[:1] + pointed.argv[1 + extra:] == bare.argv
-    merged = {"OPENCODE_CONFIG_CONTENT"}  # one JSON text: its keys are compared below
+    merged = {"OPENCODE_CONFIG_CONTENT", "KILO_CONFIG_CONTENT"}  # one JSON text: its keys
+    # are compared below
+    # Cline's sandbox mode would replace the endpoint's provider file: an endpoint takes the
+    # launch out of it (tests/adapters/test_cline.py)
+    merged |= {"CLINE_SANDBOX", "CLINE_SANDBOX_DATA_DIR"}
     assert {k: v for k, v in pointed.env.set.items() if k in bare.env.set and k not in merged} == {
         k: v for k, v in bare.env.set.items() if k not in merged}
     assert pointed.suppression == bare.suppression and pointed.channel == bare.channel
@@ -66,16 +70,17 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
                              f"{provider}.name": "amux run --endpoint",
                              f"{provider}.base_url": URL, f"{provider}.wire_api": "responses",
                              "model": "qwen3"}
-    elif name == "opencode":
-        config = json.loads(pointed.env.set["OPENCODE_CONFIG_CONTENT"])
+    elif name in ("opencode", "kilo"):  # Kilo is a fork of OpenCode, its variables KILO_*
+        prefix = name.upper()
+        config = json.loads(pointed.env.set[f"{prefix}_CONFIG_CONTENT"])
         model = f"{ENDPOINT_PROVIDER}/qwen3"
         assert config.pop("model") == config.pop("small_model") == model
         assert config.pop("provider") == {ENDPOINT_PROVIDER: {
             "npm": "@ai-sdk/openai-compatible", "name": "amux run --endpoint",
             "options": {"baseURL": URL, "apiKey": NO_KEY},
             "models": {"qwen3": {"name": "qwen3"}}}}
-        assert config == json.loads(bare.env.set.get("OPENCODE_CONFIG_CONTENT", "{}"))
-        assert pointed.env.set["OPENCODE_DISABLE_MODELS_FETCH"] == "1" and extra == 0
+        assert config == json.loads(bare.env.set.get(f"{prefix}_CONFIG_CONTENT", "{}"))
+        assert pointed.env.set[f"{prefix}_DISABLE_MODELS_FETCH"] == "1" and extra == 0
     elif name == "gemini":
         assert pointed.env.set["GOOGLE_GEMINI_BASE_URL"] == URL and extra == 2
         assert pointed.argv[1:3] == ("--model", "qwen3")
@@ -92,6 +97,13 @@ def test_the_endpoint_adds_to_the_plan_and_changes_nothing_else(name: str,
             "COPILOT_PROVIDER_API_KEY": NO_KEY}
         assert {"GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_BEARER_TOKEN"} <= set(
             pointed.env.unset)
+    elif name == "cline":
+        [file] = [f for f in pointed.files if f not in bare.files]
+        assert extra == 0 and pointed.env.set["CLINE_PROVIDER_SETTINGS_PATH"] == file.path
+        provider = json.loads(file.text)["providers"]["openai-compatible"]
+        assert provider["settings"]["baseUrl"] == URL and provider["updatedAt"]
+        assert pointed.env.set["CLINE_SESSION_BACKEND_MODE"] == "local"
+        assert pointed.env.set["OPENAI_API_KEY"] == NO_KEY
     elif name == "qwen":
         assert pointed.argv[1:1 + extra] == ("--auth-type", "openai", "--model", "qwen3")
         assert pointed.env.set["OPENAI_BASE_URL"] == URL

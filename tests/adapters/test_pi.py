@@ -4,12 +4,13 @@ its ephemeral `--no-session`. The real Pi runs in tests/e2e/test_pi.py."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 
 import pytest
 
 from amux.adapters.base import AgentRequest, LaunchPlan, Memory, PlanFile, ResumeFlagRefused
-from amux.adapters.pi import EPHEMERAL, PiAdapter
+from amux.adapters.pi import EPHEMERAL, MCP_EXTENSION, PiAdapter
 from amux.protocol.render import render
 from tests.adapting import FakeProbe
 
@@ -115,3 +116,131 @@ def test_no_session_on_resume_and_fork_are_refused() -> None:
         plan("--no-session", resume=True, frozen="x")
     with pytest.raises(ResumeFlagRefused, match="amux run --resume"):
         plan("--fork", "abc")
+
+
+# -- Pi with MCP (0.99.0 on; pinned 1.6.0) -------------------------------------------------
+
+MCP_MEMORY = MEMORY._replace(protocol=render("mcp"))
+
+
+def mcp_plan(*args: str, user: tuple[str, ...] = (), resume: bool = False,
+             frozen: str | None = None, ref: str = f"{SESSION_DIR}/pi-session.jsonl",
+             version: str | None = "1.6.0", memory: Memory | None = MCP_MEMORY) -> LaunchPlan:
+    return PI.plan(AgentRequest(
+        executable="/usr/bin/pi", args=args, memory=memory, user_instructions=user,
+        frozen_instructions=frozen, agent_session=ref, resume=resume, files_dir=SESSION_DIR,
+        version=version))
+
+
+@pytest.mark.parametrize(("version", "channel"), [
+    ("1.6.0", "mcp"), ("0.99.0", "mcp"), ("v1.0.0-beta.1", "mcp"), ("0.98.9", "cli"),
+    ("0.73.1", "cli"), (None, "cli"), ("pi 2", "cli"), ("fake-agent 1.0", "cli")])
+def test_the_version_chooses_the_route(version: str | None, channel: str) -> None:
+    from amux.adapters.base import channel_for
+
+    assert channel_for(PI, version) == channel
+    assert PI.channel == "cli"  # a version not known: the route every Pi runs
+
+
+def launch_data(launch: LaunchPlan) -> dict[str, object]:
+    [data] = [f for f in launch.files if f.path.endswith("/pi-amux.json")]
+    assert data.path == launch.env.set["AMUX_PI_LAUNCH"] and data.mode == 0o600
+    found: dict[str, object] = json.loads(data.text)
+    return found
+
+
+def test_pi_with_mcp_gets_the_tools_and_the_protocol_from_one_extension() -> None:
+    launch = mcp_plan("-p", "hi")
+    path = "/home/u/.local/share/amux/pi-amux.js"  # the amux home: one text, one path
+    session_id = launch.argv[2]
+    assert launch.argv == ("/usr/bin/pi", "--session-id", session_id, "--extension", path,
+                           "-p", "hi")
+    assert launch.channel == "mcp" and launch.instructions == render("mcp")
+    assert launch.agent_session == session_id and not session_id.startswith("/")
+    assert launch.env.path == ()  # no `amux` on PATH: the tools are MCP's
+    extension = launch.files[0]
+    assert extension == PlanFile(path, MCP_EXTENSION)
+    assert launch_data(launch) == {
+        "server": {"command": "/opt/amux", "args": ["memory", "mcp"],
+                   "env": {"AMUX_MEMORY_CONFIG": "/run/s/memory.json"},
+                   "exposure": "direct", "description": "amux shared memory"},
+        "text": render("mcp"), "replace": False}  # after what Pi appends itself
+    assert mcp_plan("-p", "other", ref="/x/sessions/t/pi-session.jsonl").files[0].text == \
+        MCP_EXTENSION  # the same text for every launch: Pi's loader compiles it once
+    assert "AMUX_TOKEN" not in MCP_EXTENSION and 'registerMcpServer("amux"' in MCP_EXTENSION
+
+
+def test_the_users_append_system_prompt_is_frozen_with_the_protocol() -> None:
+    launch = mcp_plan("--append-system-prompt", "extra.md", "-p", "hi", user=("From a file.",))
+    assert launch.instructions == f"From a file.\n\n{render('mcp')}"
+    assert "--append-system-prompt" not in launch.argv  # it replaced Pi's discovery: so do we
+    data = launch_data(launch)
+    assert data["text"] == launch.instructions and data["replace"] is True
+    again = mcp_plan("-p", "more", resume=True, ref=launch.agent_session or "",
+                     frozen=launch.instructions)
+    assert again.files == launch.files and again.argv[1:3] == launch.argv[1:3]
+    plain = mcp_plan("-p", "more", resume=True, ref=launch.agent_session or "",
+                     frozen=render("mcp"))
+    assert launch_data(plain)["replace"] is False
+
+
+def test_the_session_id_is_chosen_up_front_and_kept() -> None:
+    first, second = mcp_plan("-p", "hi"), mcp_plan("-p", "hi", ref="/other/pi-session.jsonl")
+    assert first.agent_session == mcp_plan("-p", "again").agent_session  # the same every time
+    assert first.agent_session != second.agent_session
+    resumed = mcp_plan("-p", "x", resume=True, ref="abc-123", frozen=render("mcp"))
+    assert resumed.argv[1:3] == ("--session-id", "abc-123")
+    # A session started on the command-line route resumes as it started, on any Pi.
+    old = mcp_plan("-p", "x", resume=True, ref=f"{SESSION_DIR}/pi-session.jsonl",
+                   frozen=render("mcp"))
+    assert old.argv[1:3] == ("--session", f"{SESSION_DIR}/pi-session.jsonl")
+    env = {"HOME": "/home/u"}
+    assert PI.kept_session("abc-123", env) == ("/home/u/.pi/agent/sessions", "*_abc-123.jsonl")
+    assert PI.kept_session("abc", {**env, "PI_CODING_AGENT_DIR": "/cfg"}) == (
+        "/cfg/sessions", "*_abc.jsonl")
+    assert PI.kept_session("abc", {**env, "PI_CODING_AGENT_SESSION_DIR": "/s"}) == (
+        "/s", "*_abc.jsonl")
+    assert PI.kept_session(f"{SESSION_DIR}/pi-session.jsonl", env) == (
+        SESSION_DIR, "pi-session.jsonl")
+    assert PI.own_resume("abc-123") == ("--session", "abc-123")
+
+
+def test_without_memory_pi_with_mcp_is_as_it_is_with_its_session_id() -> None:
+    launch = mcp_plan("-p", "hi", memory=None)
+    assert launch.argv[:2] == ("/usr/bin/pi", "--session-id") and launch.argv[3:] == ("-p", "hi")
+    assert launch.files == () and launch.channel == "none"
+
+
+def test_options_that_turn_mcp_off_are_said_and_session_flags_refused() -> None:
+    for flag in ("--no-mcp", "--no-extensions", "-ne"):
+        [warning] = mcp_plan(flag, "-p", "hi").warnings
+        assert warning.startswith(f"{flag} leaves Pi without MCP")
+    with pytest.raises(ResumeFlagRefused, match="--session-id would resume"):
+        mcp_plan("--session-id", "mine")
+    with pytest.raises(ResumeFlagRefused, match="ephemeral"):
+        mcp_plan("--no-session", resume=True, frozen="x")
+    ephemeral = mcp_plan("--no-session", "-p", "hi")
+    assert ephemeral.not_resumable == EPHEMERAL and ephemeral.agent_session is None
+    assert "--session-id" not in ephemeral.argv
+
+
+def test_pi_before_mcp_keeps_the_command_line_route_byte_for_byte() -> None:
+    for version in ("0.73.1", None):
+        launch = mcp_plan("-p", "hi", version=version, memory=MEMORY)
+        assert launch == plan("-p", "hi")
+
+
+def test_an_endpoints_key_variable_is_named_as_each_pi_reads_it() -> None:
+    """Pi 0.77.0 on reads a provider's `apiKey` as a literal unless it is `${NAME}`; before,
+    a bare name of a set variable was its value."""
+    from amux.adapters.base import EndpointRequest
+
+    endpoint = EndpointRequest("http://127.0.0.1:9/v1", "m", key_env="MY_KEY")
+    for version, key in (("1.6.0", '"apiKey": "${MY_KEY}"'), ("0.77.0", '"apiKey": "${MY_KEY}"'),
+                         ("0.73.1", '"apiKey": "MY_KEY"'), (None, '"apiKey": "MY_KEY"')):
+        launch = PI.plan(AgentRequest(executable="/usr/bin/pi", args=("-p", "hi"), memory=None,
+                                      files_dir=SESSION_DIR, endpoint=endpoint,
+                                      agent_session=f"{SESSION_DIR}/pi-session.jsonl",
+                                      version=version))
+        [provider] = [f for f in launch.files if f.path.endswith("/pi-endpoint.js")]
+        assert key in provider.text, (version, provider.text)

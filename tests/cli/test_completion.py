@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timeout(120)
 CASES = [
     ("amux r", {"run"}),
     ("amux s", {"sessions", "settings", "system"}),
-    ("amux run --dry-run c", {"claude", "codex", "copilot"}),
+    ("amux run --dry-run c", {"claude", "cline", "codex", "copilot"}),
     ("amux run --no-m", {"--no-memory"}),
     ("amux run --endpoint-api a", {"anthropic"}),
     ("amux run --resume l", {"last"}),

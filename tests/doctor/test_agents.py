@@ -16,7 +16,7 @@ import pytest
 from amux.adapters import ADAPTERS
 from amux.adapters.install import install_hint
 from amux.doctor import agents
-from tests.peers import npm_bin
+from tests.peers import npm_bin, peer_env
 
 NAMES = sorted(ADAPTERS)
 T = TypeVar("T")
@@ -57,7 +57,8 @@ esac
 @pytest.mark.parametrize("name", NAMES)
 def test_the_pinned_agent_has_everything_its_adapter_relies_on(name: str,
                                                                 tmp_path: Path) -> None:
-    seen, findings = agents.check(name, env_with(npm_bin(name).parent), tmp_path / "home")
+    seen, findings = agents.check(name, peer_env(name, env_with(npm_bin(name).parent)),
+                                  tmp_path / "home")
     assert [f for f in findings if "declares node" not in f.message] == []  # node: its own
     assert seen["found"] and seen["version"]
     assert [r["present"] for r in seen["requirements"]] == [True] * len(ADAPTERS[name].requires)
@@ -174,8 +175,9 @@ def test_node_ranges_read_as_npm_reads_them(version: str, requires: str,
 
 
 def test_each_agents_node_requirement_is_checked_against_the_node_found() -> None:
-    """Claude Code declares node >= 22 and the machine may have 20: the doctor says which
-    agent needs what (a note: it runs here all the same)."""
+    """Claude Code declares node >= 22 and Pi 1.x >= 22.19, and the machine may have 20: the
+    doctor says which agent needs what (a note for Claude, which runs here all the same; a
+    problem for Pi, which does not start)."""
     import os
     import subprocess
 
@@ -185,14 +187,63 @@ def test_each_agents_node_requirement_is_checked_against_the_node_found() -> Non
     env = {**os.environ, "PATH": f"{npm_bin('claude').parent}:{os.environ['PATH']}"}
     node = subprocess.run(["node", "--version"], capture_output=True, text=True,
                           env=env).stdout.strip()
-    for name, declared in (("claude", ">=22.0.0"), ("pi", ">=20.6.0")):  # package-lock
+    for name, declared in (("claude", ">=22.0.0"), ("pi", ">=22.19.0")):  # package-lock
         agent, findings = check(name, env, Path("/nonexistent"))
         assert agent["node"]["found"] == node and agent["node"]["requires"] == declared
         said = [f for f in findings if "declares node" in f.message]
         if agent["node"]["satisfied"] is False:
             [finding] = said
-            assert finding.severity == "note"
+            # a note for an agent that runs all the same; Pi 1.x does not start: a problem
+            assert finding.severity == ("note" if agent["version"] else "problem")
             assert f"declares node {declared}, and the node on PATH is {node}" in finding.message
             assert finding.fix is not None and "nvm install" in finding.fix
         else:
             assert said == []
+
+
+def test_pi_1x_on_node_20_is_named_with_the_fix(tmp_path: Path) -> None:
+    """The real Pi 1.6.0 with a Node older than its `engines` (>= 22.19) first on PATH: it
+    fails at start (it cannot even say its version), and the doctor says which Node it
+    needs and how to get it; with the test extra's Node 22 first, nothing is said."""
+    import subprocess
+
+    from tests.peers import node22_dir
+
+    pi = npm_bin("pi")
+    old = tmp_path / "old-node"
+    old.mkdir()
+    (old / "node").symlink_to("/usr/bin/node")
+    env = {**os.environ, "PATH": f"{old}:{pi.parent}:/usr/bin:/bin"}
+    node = subprocess.run(["node", "--version"], capture_output=True, text=True,
+                          env=env).stdout.strip()
+    if agents.satisfies(node, ">=22.19.0") is not False:
+        pytest.skip(f"the machine's node is {node}, which Pi 1.x runs on")
+    seen, findings = agents.check("pi", env, tmp_path / "home")
+    assert seen["version"] is None  # Pi did not start
+    [said] = [f for f in findings if "declares node" in f.message]
+    assert f"declares node >=22.19.0, and the node on PATH is {node}" in said.message
+    assert said.message.endswith("pi does not start with it") and said.severity == "problem"
+    assert [f for f in findings if f is not said and f.severity == "problem"] == []
+    assert {r["present"] for r in seen["requirements"] if r["kind"] == "flag"} == {None}
+    assert said.fix is not None and "install Node.js 22 or newer" in said.fix
+    assert "nvm install 22" in said.fix
+    seen, findings = agents.check("pi", {**env, "PATH": f"{node22_dir()}:{env['PATH']}"},
+                                  tmp_path / "home")
+    assert seen["version"] == "1.6.0"
+    assert [f for f in findings if "declares node" in f.message] == []
+
+
+def test_pi_before_mcp_is_not_asked_for_what_only_the_mcp_route_uses(tmp_path: Path) -> None:
+    """The real Pi 0.73.1 (fixtures/npm-old): amux takes its command-line route, so the
+    requirements of the MCP route (`since` 0.99.0) are not checked, and nothing is missing."""
+    from tests.peers import npm_old_bin
+
+    old = npm_old_bin("pi")
+    seen, findings = agents.check("pi", env_with(old.parent), tmp_path / "home")
+    assert seen["version"] == "0.73.1"
+    assert [f for f in findings if "declares node" not in f.message] == []
+    later = [r for r in seen["requirements"] if r["since"]]
+    assert {r["name"] for r in later} == {"--session-id", "registerMcpServer",
+                                          "systemPromptOptions"}
+    assert {r["present"] for r in later} == {None}
+    assert all(r["present"] is True for r in seen["requirements"] if not r["since"])

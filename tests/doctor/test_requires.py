@@ -23,9 +23,9 @@ def launches(name: str, args: list[str]) -> list[LaunchPlan]:
                  EndpointRequest(URL.replace("://", "://me:pw@"), "m")]
     if name == "claude":  # a bearer token is another variable
         endpoints.append(EndpointRequest(URL, "m", None, "ANTHROPIC_AUTH_TOKEN"))
-    if name == "opencode":  # another provider package
+    if name in ("opencode", "kilo"):  # another provider package
         endpoints.append(EndpointRequest(URL, "m", "anthropic"))
-    if name == "copilot":  # another provider type, without a wire API
+    if name in ("copilot", "cline"):  # another provider type (Copilot: without a wire API)
         endpoints.append(EndpointRequest(URL, "m", "anthropic"))
     if name == "qwen":  # another --auth-type, each with its own variables
         endpoints += [EndpointRequest(URL, "m", "anthropic"), EndpointRequest(URL, "m", "gemini")]
@@ -34,7 +34,14 @@ def launches(name: str, args: list[str]) -> list[LaunchPlan]:
         endpoint_plan(name, endpoint, with_memory=with_memory, args=args)
         for endpoint in endpoints for with_memory in (True, False)] + [
         plan(name, args=args, agent_session=ADAPTERS[name].new_session_ref(
-            "s", "/home/u/.local/share/amux/sessions/s"))]
+            "s", "/home/u/.local/share/amux/sessions/s"))] + [
+        plan(name, with_memory=with_memory, resume=resume, args=args, version=version)
+        for version in VERSIONS.get(name, ()) for with_memory in (True, False)
+        for resume in (False, True)]
+
+
+VERSIONS = {"pi": ("1.6.0",)}
+"""The versions of an agent whose route depends on it (Pi's MCP route), besides unknown."""
 
 
 def hook_commands(name: str, args: list[str]) -> list[tuple[str, ...]]:
@@ -54,7 +61,9 @@ def amux_env(name: str, launch: LaunchPlan) -> set[str]:
     """The variables a launch sets or removes for the agent itself (not amux's own
     connection, which only the `amux` client reads, nor a credential's variable, which
     amux names to the agent in its settings)."""
-    own = {*memory(ADAPTERS[name].channel).env, *launch.env.secret}
+    own = {*memory(ADAPTERS[name].channel).env, *launch.env.secret,
+           *(key for key in launch.env.set if key.startswith("AMUX_"))}  # amux's own, read
+    # by amux's code in the agent (Pi's extension), never by the agent's
     return ({key for key in launch.env.set if key not in own} | set(launch.env.unset)
             | set(launch.env.copy))
 

@@ -18,7 +18,7 @@ from typing import Any
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall, default_is_side, mcp
 from tests.mockmodel.agents import base_env
-from tests.peers import NPM_PREFIX
+from tests.peers import agent_bins
 
 USER_MCP = Path(__file__).with_name("user_mcp.py")
 """A user's own MCP server (stdio), for the agents to load beside amux's."""
@@ -100,7 +100,7 @@ class UserShell:
         self.work.mkdir(parents=True, exist_ok=True)
         env = base_env(root)  # PATH, locale and HOME=root/home: nothing configured
         env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable),
-                                       str(NPM_PREFIX / "node_modules" / ".bin"), env["PATH"]])
+                                       *map(str, agent_bins()), env["PATH"]])
         self.env = {**env, "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1", **extra}
 
     def amux(self, *args: str, timeout: float = TIMEOUT) -> subprocess.CompletedProcess[str]:

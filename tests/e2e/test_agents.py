@@ -38,7 +38,7 @@ from tests.e2e.story import (
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall, mcp
 from tests.mockmodel.agents import claude_env, codex_env, pi_env
-from tests.peers import npm_bin
+from tests.peers import npm_bin, npm_old_bin
 
 USER_RULE = "USER RULE: answer like a pirate."
 
@@ -183,7 +183,8 @@ def bash(command: str) -> ToolCall:
 
 
 def test_pi(hub_on: HubProcess, tmp_path: Path) -> None:
-    pi = npm_bin("pi")
+    """Pi before MCP (0.73.1): the command-line route (Pi 1.x: tests/e2e/test_pi1.py)."""
+    pi = npm_old_bin("pi")
     upsert = "amux memory upsert {path} --expected-revision {rev} <<'EOF'\n{text}EOF"
     with MockModel(
         [bash(upsert.format(path=PATH, rev="absent", text=FIRST)), Text("Saved.")],

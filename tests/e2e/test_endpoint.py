@@ -30,23 +30,24 @@ from tests.e2e.story import UserShell
 from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Step, Text, ToolCall, mcp
 from tests.mockmodel.agents import base_env
-from tests.peers import npm_bin
+from tests.peers import npm_bin, peer_env
 
 PATH = "preferences/editor.md"
 FACT = "Indent with tabs.\n"
-UPSERT = f"amux memory upsert {PATH} --expected-revision absent <<'EOF'\n{FACT}EOF"
+
 ARGS = {"claude": ["-p", "{prompt}"], "codex": ["exec", "--skip-git-repo-check", "{prompt}"],
         "pi": ["-p", "{prompt}"]}
 
 
 def story(agent: str) -> list[list[Step]]:
-    if agent == "pi":
-        return [[ToolCall("bash", {"command": UPSERT}), Text("Saved.")],
-                [ToolCall("bash", {"command": "amux memory search tabs"}), Text("Tabs.")],
-                [Text("Resumed.")]]
-    return [[mcp("memory_upsert", {"path": PATH, "content": FACT,
-                                   "expected_revision": "absent"}), Text("Saved.")],
-            [mcp("memory_search", {"query": "tabs"}), Text("Tabs.")],
+    """The same story for every agent: Pi 1.x too has the MCP tools (on Chat Completions
+    named in full)."""
+    def call(name: str, arguments: dict[str, str]) -> Step:
+        return ToolCall(f"mcp__amux__{name}", arguments) if agent == "pi" else mcp(name, arguments)
+
+    return [[call("memory_upsert", {"path": PATH, "content": FACT,
+                                    "expected_revision": "absent"}), Text("Saved.")],
+            [call("memory_search", {"query": "tabs"}), Text("Tabs.")],
             [Text("Resumed.")]]
 
 
@@ -63,7 +64,7 @@ def amux(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
 def test_an_agent_on_a_fresh_home_reaches_the_endpoint_with_memory(
         memory_hub: HubProcess, tmp_path: Path, agent: str) -> None:
     binary = npm_bin(agent)
-    env = base_env(tmp_path)  # PATH, locale and an empty HOME: nothing configured
+    env = peer_env(agent, base_env(tmp_path))  # PATH, locale, an empty HOME: nothing configured
     work = tmp_path / "work"
     work.mkdir()
     with MockModel(*story(agent)) as model:
@@ -87,7 +88,8 @@ def test_an_agent_on_a_fresh_home_reaches_the_endpoint_with_memory(
     assert state["endpoint"] == {"url": url, "model": "local-model", "api": None,
                                  "key_env": None}
     assert memory_hub.call("/v1/memory/get", {"path": PATH})[1]["content"] == FACT
-    found = [r.text for r in model.tool_results("bash" if agent == "pi" else "memory_search")]
+    found = [r.text for r in model.tool_results(
+        "mcp__amux__memory_search" if agent == "pi" else "memory_search")]
     assert any(PATH in text for text in found), found
     assert any(r.conversation == 2 for r in main)  # the resumed session reached the endpoint
     home = Path(env["HOME"])
@@ -131,10 +133,12 @@ def test_a_key_reaches_the_endpoint_and_never_the_dry_run(memory_hub: HubProcess
             args = ["--endpoint", url, "--model", "m", "--endpoint-key-env", "MY_ENDPOINT_KEY",
                     str(npm_bin(agent)), "--", *(a.format(prompt="hi") for a in ARGS[agent])]
             dry = subprocess.run([sys.executable, "-m", "amux", "run", "--dry-run", *args],
-                                 env=env, cwd=work, capture_output=True, text=True, timeout=60)
+                                 env=peer_env(agent, env), cwd=work, capture_output=True,
+                                 text=True, timeout=60)
             assert dry.returncode == 0, dry.stderr
             assert "sk-local-secret-123" not in dry.stdout + dry.stderr
-            subprocess.run([sys.executable, "-m", "amux", "run", *args], env=env, cwd=work,
+            subprocess.run([sys.executable, "-m", "amux", "run", *args],
+                           env=peer_env(agent, env), cwd=work,
                            capture_output=True, text=True, timeout=120,
                            stdin=subprocess.DEVNULL)
     auth = [r.headers.get("authorization") or r.headers.get("x-api-key") or ""
@@ -145,15 +149,18 @@ def test_a_key_reaches_the_endpoint_and_never_the_dry_run(memory_hub: HubProcess
 
 ONE_PROMPT = {"claude": ["-p", "Say hi."], "codex": ["exec", "--skip-git-repo-check", "Say hi."],
               "copilot": ["-p", "Say hi."], "gemini": ["--skip-trust", "-p", "Say hi."],
-              "opencode": ["run", "Say hi."], "pi": ["-p", "Say hi."], "qwen": ["Say hi."]}
+              "opencode": ["run", "Say hi."], "pi": ["-p", "Say hi."], "qwen": ["Say hi."],
+              "cline": ["Say hi."], "kilo": ["run", "Say hi."]}
 """Each agent's one-prompt form (its adapter's `prompt_args`), in a work directory that is no
 git repository and no folder Gemini trusts."""
 
 
 def sandbox(agent: str, package_cache: Path) -> dict[str, str]:
-    """What this sandbox needs, not amux: Copilot's one package cache, OpenCode offline."""
+    """What this sandbox needs, not amux: Copilot's one package cache, OpenCode and Kilo
+    offline."""
     return {"copilot": {"COPILOT_PKG_CACHE_HOME": str(package_cache)},
-            "opencode": {"npm_config_offline": "true"}}.get(agent, {})
+            "opencode": {"npm_config_offline": "true"},
+            "kilo": {"npm_config_offline": "true", "KILO_TELEMETRY_LEVEL": "off"}}.get(agent, {})
 
 
 @pytest.mark.timeout(400)
@@ -168,6 +175,7 @@ def test_an_agent_given_the_other_url_form_gets_its_own(tmp_path: Path, package_
     adapter = ADAPTERS[agent]
     assert {arg for arg in adapter.prompt_args if arg != PROMPT} <= set(ONE_PROMPT[agent])
     shell = UserShell(tmp_path, **sandbox(agent, package_cache))
+    shell.env = peer_env(agent, shell.env)  # Pi 1.x: Node 22
     try:
         on = shell.amux("system", "config", "set", "memory.enabled", "true")
         assert on.returncode == 0, on.stderr

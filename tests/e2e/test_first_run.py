@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from tests.mockmodel import MockModel, Text, mcp
-from tests.peers import NPM_PREFIX, npm_bin
+from tests.peers import agent_bins, npm_bin
 
 ROOT = Path(__file__).resolve().parents[2]
 FACT = "Indent with tabs.\n"
@@ -36,7 +36,7 @@ def test_from_install_to_a_remembered_fact_and_a_resume(tmp_path: Path) -> None:
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("AMUX_", "XDG_", "OPENAI_", "CODEX_", "PYTHON"))}
     env.update({"HOME": str(home), "PATH": os.pathsep.join(
-        [str(venv / "bin"), str(NPM_PREFIX / "node_modules" / ".bin"), env["PATH"]])})
+        [str(venv / "bin"), *map(str, agent_bins()), env["PATH"]])})
     work = tmp_path / "project"
     work.mkdir()
 

@@ -1,5 +1,5 @@
 """One memory for every agent: a fact saved through one real agent is recalled through each
-of the other six, every one launched with `amux run` at its defaults against the same
+of the others, every one launched with `amux run` at its defaults against the same
 scripted model and the same Hub (the reason amux exists)."""
 
 from __future__ import annotations
@@ -11,9 +11,11 @@ from tests.hubproc import HubProcess
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall, mcp
 from tests.mockmodel.agents import (
     claude_env,
+    cline_env,
     codex_env,
     copilot_env,
     gemini_env,
+    kilo_env,
     opencode_env,
     pi_env,
     qwen_env,
@@ -39,10 +41,11 @@ def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(
         [mcp("memory_search", search), Text("Thursdays.")],                  # Claude Code
         [mcp("memory_search", search), Text("Thursdays.")],                  # Codex
         [ToolCall("amux_memory_search", search), Text("Thursdays.")],        # OpenCode
-        [ToolCall("bash", {"command": "amux memory search 'release branch'"}),
-         Text("Thursdays.")],                                                # Pi
+        [ToolCall("mcp__amux__memory_search", search), Text("Thursdays.")],  # Pi 1.x
         [ToolCall("amux-memory_search", search), Text("Thursdays.")],        # Copilot CLI
         [ToolCall("mcp__amux__memory_search", search), Text("Thursdays.")],  # Qwen Code
+        [ToolCall("amux__memory_search", search), Text("Thursdays.")],       # Cline
+        [ToolCall("amux_memory_search", search), Text("Thursdays.")],        # Kilo Code CLI
         is_side=side,
     ) as model:
         work = tmp_path / "work"
@@ -60,6 +63,9 @@ def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(
              ["-p", "When is the release branch cut?"]),
             (qwen_env(tmp_path / "qwen", model), "qwen",
              ["-p", "When is the release branch cut?"]),
+            (cline_env(tmp_path / "cline", model), "cline", ["When is the release branch cut?"]),
+            (kilo_env(tmp_path / "kilo", model), "kilo",
+             ["run", "When is the release branch cut?"]),
         ]
         for env, agent, args in launches:
             amux_run(memory_hub, env, work, str(npm_bin(agent)), "--", *args)
@@ -68,14 +74,14 @@ def test_a_fact_saved_by_gemini_is_recalled_by_every_other_agent(
     status, stored = memory_hub.call("/v1/memory/get", {"path": PATH})
     assert status == 200 and stored["content"] == FACT
     recalled = {"claude and codex": model.tool_results("memory_search"),
-                "opencode": model.tool_results("amux_memory_search"),
-                "pi": model.tool_results("bash"),
+                "opencode and kilo": model.tool_results("amux_memory_search"),
                 "copilot": model.tool_results("amux-memory_search"),
-                "qwen": model.tool_results("mcp__amux__memory_search")}
-    assert [len(results) for results in recalled.values()] == [2, 1, 1, 1, 1]
+                "pi and qwen": model.tool_results("mcp__amux__memory_search"),
+                "cline": model.tool_results("amux__memory_search")}
+    assert [len(results) for results in recalled.values()] == [2, 2, 1, 2, 1]
     for agent, results in recalled.items():
         for result in results:
             assert not result.is_error and PATH in result.text, (agent, result.text)
             assert "Thursdays" in result.text, (agent, result.text)
     assert sorted(state["adapter"] for state in sessions(memory_hub)) == [
-        "claude", "codex", "copilot", "gemini", "opencode", "pi", "qwen"]
+        "claude", "cline", "codex", "copilot", "gemini", "kilo", "opencode", "pi", "qwen"]

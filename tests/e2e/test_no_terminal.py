@@ -19,7 +19,7 @@ from amux.adapters import ADAPTERS
 from amux.adapters.base import no_terminal, prompt_example
 from tests.e2e.story import UserShell
 from tests.mockmodel import MockModel, Text
-from tests.peers import npm_bin
+from tests.peers import npm_bin, peer_env
 
 SANDBOX_ARGS = {"gemini": ["--skip-trust"]}
 """What the work directory needs, not the prompt: Gemini CLI trusts no fresh folder."""
@@ -33,6 +33,7 @@ def test_an_agent_with_no_terminal_and_no_prompt_is_told_its_prompt_form(
     adapter = ADAPTERS[agent]
     shell = UserShell(tmp_path, COPILOT_PKG_CACHE_HOME=str(package_cache),
                       npm_config_offline="true")  # sandbox: Copilot's cache, OpenCode offline
+    shell.env = peer_env(agent, shell.env)  # Pi 1.x: Node 22
     try:
         with MockModel([Text("Hi.")]) as model:
             url = model.url + next(iter(adapter.endpoint_paths.values()))
@@ -44,10 +45,11 @@ def test_an_agent_with_no_terminal_and_no_prompt_is_told_its_prompt_form(
         shell.close()
     example = prompt_example(adapter)
     assert not model.main(), "no prompt reached the model"
-    if agent == "opencode":  # it would draw into the pipe and wait: refused at once
+    if agent in ("opencode", "kilo"):  # it would draw into the pipe and wait: refused at once
         assert done.returncode == 2 and seconds < 20
         assert done.stderr == (
-            "amux run: invalid_argument: OpenCode draws its interactive UI on the terminal, "
+            f"amux run: invalid_argument: {adapter.display_name} draws its interactive UI on "
+            "the terminal, "
             "and stdin and stdout are not one here: it would draw into the pipe and wait for "
             f"good; run it in a terminal, or give it a prompt: {example}\n")
         assert model.requests == []  # refused before anything was asked

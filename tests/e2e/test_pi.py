@@ -1,4 +1,5 @@
-"""The real Pi through `amux run`: what Pi itself would append is kept, before the protocol,
+"""The real Pi before MCP (0.73.1, fixtures/npm-old: the command-line route; Pi 1.x is in
+tests/e2e/test_pi1.py) through `amux run`: what Pi itself would append is kept, before the protocol,
 and `--no-session` is Pi's ephemeral mode, never resumable. What the model receives is read
 from the recorded request's system message (tests/mockmodel); Pi, the launcher and the
 Hub are real."""
@@ -15,7 +16,7 @@ from amux.protocol.render import render
 from tests.hubproc import HubProcess, amux_in
 from tests.mockmodel import MockModel, Text
 from tests.mockmodel.agents import pi_env
-from tests.peers import npm_bin
+from tests.peers import npm_old_bin
 
 PROJECT_RULE = "PROJECT RULE: answer in haiku."
 GLOBAL_RULE = "GLOBAL RULE: answer in French."
@@ -32,7 +33,7 @@ def amux(hub: HubProcess, env: dict[str, str], cwd: Path, *args: str,
 
 
 def pi_run(hub: HubProcess, env: dict[str, str], cwd: Path, *pi_args: str) -> None:
-    done = amux(hub, env, cwd, "run", str(npm_bin("pi")), "--", "-p", *MODEL, *pi_args)
+    done = amux(hub, env, cwd, "run", str(npm_old_bin("pi")), "--", "-p", *MODEL, *pi_args)
     assert done.returncode == 0, f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 
 

@@ -29,7 +29,8 @@ PATH_VARIABLES = ("HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_CACHE_HOME",
 
 def test_the_cli_offers_every_agent_with_its_key_variable(capsys: pytest.CaptureFixture[str],
                                                           ) -> None:
-    assert set(ADAPTERS) == {"claude", "codex", "copilot", "gemini", "opencode", "pi", "qwen"}
+    assert set(ADAPTERS) == {"claude", "cline", "codex", "copilot", "gemini", "kilo", "opencode",
+                             "pi", "qwen"}
     for name in ADAPTERS:
         args = _parser().parse_args(["live", "--agent", name, "--base-url", "http://x",
                                      "--model", "m"])
@@ -37,10 +38,10 @@ def test_the_cli_offers_every_agent_with_its_key_variable(capsys: pytest.Capture
     with pytest.raises(SystemExit):
         _parser().parse_args(["live", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert ("ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for codex, opencode, pi and qwen, "
-            "COPILOT_PROVIDER_API_KEY for copilot, GEMINI_API_KEY for gemini") in text
-    assert ("base (e.g. http://localhost:11434/v1) for Codex, Copilot CLI, OpenCode, Pi and "
-            "Qwen Code") in text
+    assert ("ANTHROPIC_API_KEY for claude, OPENAI_API_KEY for cline, codex, kilo, opencode, pi and "
+            "qwen, COPILOT_PROVIDER_API_KEY for copilot, GEMINI_API_KEY for gemini") in text
+    assert ("base (e.g. http://localhost:11434/v1) for Cline, Codex, Copilot CLI, Kilo Code CLI, "
+            "OpenCode, Pi and Qwen Code") in text
     assert "server's root (e.g. https://generativelanguage.googleapis.com) for Gemini CLI" in text
 
 

@@ -16,6 +16,7 @@ import datetime as dt
 import hashlib
 import io
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from amux.eval.live import LiveOptions, run_live
 from amux.eval.scenarios import BY_NAME, PROJECT
 from amux.protocol.render import GUIDE_PATH
 from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall, default_is_side, mcp
-from tests.peers import npm_bin
+from tests.peers import npm_bin, npm_old_bin, peer_env
 
 pytestmark = pytest.mark.usefixtures("no_user_keys")  # the user's keys never reach the agent
 ENTRY = "MEMORY.md"
@@ -58,13 +59,17 @@ directory at start (and the first prompt waits for it); offline that fails at on
 
 
 def evaluate(agent: str, model: MockModel, runs: Path, *scenarios: str,
-             samples: int = 1) -> dict[str, Any]:
+             samples: int = 1, agent_bin: Path | None = None) -> dict[str, Any]:
     out, progress = io.StringIO(), io.StringIO()
+    binary = agent_bin or npm_bin(agent)
+    extra = OFFLINE if agent == "opencode" else {}
+    if agent == "pi" and agent_bin is None:  # Pi 1.x: Node 22 first (tests.peers)
+        extra = {"PATH": peer_env("pi", {"PATH": os.environ["PATH"]})["PATH"]}
     code, report = run_live(LiveOptions(
         agent=agent, base_url=model.url if agent in ROOT_URL else model.base_url,
         model="mock-model", samples=samples, scenarios=scenarios,
-        agent_bin=str(npm_bin(agent)), keep=runs, timeout=120, json_path=runs / "report.json",
-        out=out, progress=progress, env=OFFLINE if agent == "opencode" else {}))
+        agent_bin=str(binary), keep=runs, timeout=120, json_path=runs / "report.json",
+        out=out, progress=progress, env=extra))
     assert code == 0, out.getvalue() + progress.getvalue()
     assert json.loads((runs / "report.json").read_text()) == report
     report["printed"] = out.getvalue()
@@ -413,6 +418,7 @@ def cli_upsert(path: str, content: str, before: str | None) -> ToolCall:
 
 
 def test_pi_remembers_and_forgets_through_the_cli(tmp_path: Path) -> None:
+    """Pi before MCP (0.73.1, fixtures/npm-old): the command-line route."""
     indentation = "preferences/indentation.md"
     with MockModel(
         [bash(f"amux memory show {ENTRY}"), cli_upsert(f"{PROJECT}/line-3.md", FACTS, None),
@@ -425,7 +431,8 @@ def test_pi_remembers_and_forgets_through_the_cli(tmp_path: Path) -> None:
          Text("Forgotten.")],
         [bash("amux memory search mul"), Text("42")],
     ) as model:
-        report = evaluate("pi", model, tmp_path / "runs", "remember", "forget", "ordinary")
+        report = evaluate("pi", model, tmp_path / "runs", "remember", "forget", "ordinary",
+                          agent_bin=npm_old_bin("pi"))
     assert categories(report) == {"remember": ["correct"], "forget": ["correct"],
                                   "ordinary": ["unnecessary_search"]}
     saved = turn(report, "remember", 1)
@@ -433,6 +440,21 @@ def test_pi_remembers_and_forgets_through_the_cli(tmp_path: Path) -> None:
         ("get", "cli", ENTRY, True), ("upsert", "cli", f"{PROJECT}/line-3.md", True)]
     assert flags(report, "ordinary") == {"unnecessary_search": [
         "turn 1: memory search mul"]}
+
+
+def test_pi_1x_remembers_through_its_mcp_tools(tmp_path: Path) -> None:
+    """Pi 1.6.0: the MCP route, its tools named `mcp__amux__…` as Claude's are."""
+    with MockModel(
+        [ToolCall("mcp__amux__memory_upsert", {"path": f"{PROJECT}/line-3.md", "content": FACTS,
+                                               "expected_revision": "absent"}),
+         Text("Saved.")],
+        [ToolCall("mcp__amux__memory_search", {"query": "daily_yield"}),
+         Text("The MES table daily_yield; port 6543.")],
+    ) as model:
+        report = evaluate("pi", model, tmp_path / "runs", "remember")
+    assert categories(report) == {"remember": ["correct"]}
+    assert [(c["op"], c["via"]) for c in turn(report, "remember", 1)["memory_calls"]] == [
+        ("upsert", "mcp")]
 
 
 def test_codex_remembers_through_its_mcp_namespace(tmp_path: Path) -> None:

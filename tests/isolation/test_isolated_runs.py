@@ -24,7 +24,7 @@ from amux.protocol.render import version
 from tests.agentlog import check_writes, listed, tree, wait_for_pid
 from tests.isolation.world import World, user_a, user_b
 from tests.mockmodel import MockModel, Text, ToolCall
-from tests.peers import npm_bin
+from tests.peers import npm_bin, with_node22
 
 PROTOCOL = f"amux memory protocol v{version()}"
 """How the protocol the launcher gives agents opens (its version changes)."""
@@ -191,8 +191,9 @@ def test_the_real_pi_runs_isolated_against_a_scripted_model(world: World) -> Non
     pi = npm_bin("pi")
     a = user_a(world)
     entry = world.users[a]
-    upsert = "amux memory upsert notes/pi.md --expected-revision absent <<'EOF'\nfrom pi\nEOF"
-    with MockModel([ToolCall("bash", {"command": upsert}), Text("Saved.")]) as model:
+    upsert = ToolCall("mcp__amux__memory_upsert", {"path": "notes/pi.md", "content": "from pi\n",
+                                                   "expected_revision": "absent"})
+    with MockModel([upsert, Text("Saved.")]) as model:  # Pi 1.x: its MCP route
         agent_dir = Path(entry.pw_dir) / ".pi" / "agent"  # provisioned for A explicitly
         agent_dir.mkdir(parents=True)
         (agent_dir / "models.json").write_text(json.dumps({"providers": {"mock": {
@@ -201,12 +202,12 @@ def test_the_real_pi_runs_isolated_against_a_scripted_model(world: World) -> Non
         for path in (agent_dir.parent, agent_dir, agent_dir / "models.json"):
             os.chown(path, entry.pw_uid, entry.pw_gid)
         done = world.launch(a, str(pi), "-p", "--model", "mock/mock-model", "Remember.",
-                            env={"PI_OFFLINE": "1"})
+                            env=with_node22({"PI_OFFLINE": "1", "PATH": os.environ["PATH"]}))
         assert done.returncode == 0, done.stdout + done.stderr
-    [result] = model.tool_results("bash")
-    assert "error" not in result.text.lower(), result.text
+    [result] = model.tool_results("mcp__amux__memory_upsert")
+    assert not result.is_error and "error" not in result.text.lower(), result.text
     assert (world.scope_dir(a) / "notes" / "pi.md").read_text() == "from pi\n"
-    assert f"{PROTOCOL} (CLI)" in model.main()[0].instructions
+    assert f"{PROTOCOL} (MCP)" in model.main()[0].instructions
 
 
 def test_the_real_gemini_runs_isolated_through_its_mirror(world: World) -> None:

@@ -105,13 +105,17 @@ def codex_mcp_overrides(argv: Sequence[str], env: dict[str, str]) -> list[str]:
 
 
 def pi_env(root: Path, model: MockModel, **extra: str) -> dict[str, str]:
-    """PI_CODING_AGENT_DIR=root/pi with a models.json naming the mock as `mock/mock-model`."""
+    """PI_CODING_AGENT_DIR=root/pi with a models.json naming the mock as `mock/mock-model`,
+    and Node 22 first on PATH (Pi 1.x needs >= 22.19; `tests.peers.node22_dir`)."""
+    from tests.peers import with_node22
+
     agent_dir = root / "pi"
     agent_dir.mkdir(parents=True, exist_ok=True)
     (agent_dir / "models.json").write_text(json.dumps({"providers": {"mock": {
         "baseUrl": model.base_url, "api": "openai-completions", "apiKey": "sk-dummy",
         "models": [{"id": "mock-model"}]}}}))
-    return {**base_env(root), "PI_CODING_AGENT_DIR": str(agent_dir), "PI_OFFLINE": "1", **extra}
+    return {**with_node22(base_env(root)), "PI_CODING_AGENT_DIR": str(agent_dir),
+            "PI_OFFLINE": "1", **extra}
 
 
 # -- Gemini CLI ----------------------------------------------------------------------------------
@@ -197,6 +201,28 @@ def opencode_env(root: Path, model: MockModel, config: dict[str, Any] | None = N
             "npm_config_offline": "true", **extra}
 
 
+# -- Kilo Code CLI ---------------------------------------------------------------------------------
+
+
+def kilo_env(root: Path, model: MockModel, config: dict[str, Any] | None = None,
+             **extra: str) -> dict[str, str]:
+    """Kilo 7.7.7 against the mock, as `opencode_env` (Kilo is a fork of OpenCode): every XDG
+    directory under HOME=root/home, the mock provider (and `config`) in the user's own
+    `KILO_CONFIG_CONTENT`, and offline: no models catalogue, no self-update, npm offline
+    (Kilo installs `@kilocode/plugin` into each config directory), and no PostHog telemetry
+    (unreachable here, its shutdown waits 2 s for it). Sandbox settings, not amux's."""
+    env = base_env(root)
+    home = Path(env["HOME"])
+    dirs = {"XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local" / "share",
+            "XDG_CACHE_HOME": home / ".cache", "XDG_STATE_HOME": home / ".local" / "state"}
+    for directory in dirs.values():
+        directory.mkdir(parents=True, exist_ok=True)
+    return {**env, **{name: str(path) for name, path in dirs.items()},
+            "KILO_CONFIG_CONTENT": json.dumps({**opencode_provider(model), **(config or {})}),
+            "KILO_DISABLE_MODELS_FETCH": "1", "KILO_DISABLE_AUTOUPDATE": "1",
+            "KILO_TELEMETRY_LEVEL": "off", "npm_config_offline": "true", **extra}
+
+
 # -- Qwen Code -------------------------------------------------------------------------------------
 
 
@@ -250,3 +276,48 @@ def copilot_env(root: Path, model: MockModel, package_cache: Path | None = None,
     return {**env, "TMPDIR": str(scratch), "COPILOT_PROVIDER_BASE_URL": model.base_url,
             "COPILOT_PROVIDER_API_KEY": "sk-dummy", "COPILOT_MODEL": "mock-model", **cache,
             **extra}
+
+
+# -- Cline ---------------------------------------------------------------------------------
+
+
+CLINE_DAEMON_PORT = 25463
+"""The fixed port of Cline 3.0.65's background hub daemon."""
+
+
+def cline_providers(model: MockModel) -> dict[str, Any]:
+    """The provider settings `cline auth openai-compatible` writes for the mock."""
+    return {"version": 1, "lastUsedProvider": "openai-compatible", "providers": {
+        "openai-compatible": {"settings": {
+            "provider": "openai-compatible", "apiKey": "sk-dummy", "model": "mock-model",
+            "baseUrl": model.base_url}, "updatedAt": "2026-12-04T00:00:00.000Z",
+            "tokenSource": "manual"}}}
+
+
+def cline_env(root: Path, model: MockModel, **extra: str) -> dict[str, str]:
+    """Cline 3.0.65 against the mock (Chat Completions): HOME=root/home with the provider a
+    user configures with `cline auth openai-compatible` (`~/.cline/data/settings/
+    providers.json`, its `updatedAt` set, else Cline replaces the file), no update check,
+    TMPDIR under `root`. `CLINE_SESSION_BACKEND_MODE` is left to the test: a run of plain
+    Cline without it starts the machine's one background daemon."""
+    env = base_env(root)
+    settings = Path(env["HOME"]) / ".cline" / "data" / "settings"
+    settings.mkdir(parents=True, exist_ok=True)
+    (settings / "providers.json").write_text(json.dumps(cline_providers(model), indent=2))
+    scratch = root / "cline-tmp"
+    scratch.mkdir(parents=True, exist_ok=True)
+    return {**env, "TMPDIR": str(scratch), "CLINE_NO_AUTO_UPDATE": "1", **extra}
+
+
+def processes_below(root: Path) -> list[int]:
+    """The processes whose HOME is below `root` (a test's agent runs, a daemon they left)."""
+    found = []
+    prefix = f"HOME={root}/".encode()
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(entry.startswith(prefix) for entry in environ):
+            found.append(int(pid))
+    return found

@@ -23,14 +23,15 @@ from amux.eval.agents import Homes, prepare, turn_args
 from amux.eval.workspace import make_repository
 from tests.mockmodel.agents import base_env, qwen_is_side
 from tests.mockmodel.server import MockModel, Recorded, default_is_side
+from tests.peers import peer_env
 
 PROMPT = "Reply with the single word: ok"
 ROOT_URL = frozenset({"claude", "gemini"})
 """Agents whose base URL is the server's root (ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL),
 not the OpenAI-compatible `…/v1`."""
-SETTINGS = {"opencode": {"npm_config_offline": "true"}}
+SETTINGS = {"opencode": {"npm_config_offline": "true"}, "kilo": {"npm_config_offline": "true"}}
 """Sandbox settings, not amux's: OpenCode installs its plugin package from npm into every
-fresh config directory at start (offline that fails at once)."""
+fresh config directory at start (offline that fails at once), and Kilo, its fork, too."""
 
 
 class Measured(NamedTuple):
@@ -52,7 +53,7 @@ def headless_turn(agent: str, binary: Path, amux_home: Path, root: Path, model: 
     homes.make()
     plan = homes.headless(adapter)
     make_repository(homes.work)
-    env = prepare(plan).apply({**base_env(root), "HOME": str(homes.home),
+    env = prepare(plan).apply({**peer_env(agent, base_env(root)), "HOME": str(homes.home),
                                "TMPDIR": str(homes.scratch), "AMUX_HOME": str(amux_home),
                                "NO_PROXY": "127.0.0.1", "no_proxy": "127.0.0.1",
                                **SETTINGS.get(agent, {}), **(extra or {})})
