@@ -58,7 +58,7 @@ def test_set_show_and_unset_keep_the_users_comments(tmp_path: Path) -> None:
     (("set", "run.memroy", "false"), "setting 'run.memroy': unknown key; did you mean "
      "'memory'?"),
     (("set", "agents.cluade.memory", "false"), "the keys are run.KEY (every agent) and "
-     "agents.NAME.KEY (one agent: claude, codex"),
+     "agents.NAME.KEY (one agent: claude, cline, codex"),
     (("set", "run.memory", "maybe"), "run.memory: must be true or false"),
     (("set", "run.endpoint", "127.0.0.1:11434"), "run.endpoint: '127.0.0.1:11434' is not an "
      "http:// or https:// URL"),

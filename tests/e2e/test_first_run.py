@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from tests.mockmodel import MockModel, Text, mcp
-from tests.peers import agent_bins, npm_bin
+from tests.peers import agent_bins, node22_dir, npm_bin
 
 ROOT = Path(__file__).resolve().parents[2]
 FACT = "Indent with tabs.\n"
@@ -35,8 +35,10 @@ def test_from_install_to_a_remembered_fact_and_a_resume(tmp_path: Path) -> None:
     home.mkdir()
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("AMUX_", "XDG_", "OPENAI_", "CODEX_", "PYTHON"))}
+    # The README's user has the Node.js every pinned agent needs (Pi 1.x: >= 22.19), or
+    # `amux doctor` rightly calls Pi unable to start.
     env.update({"HOME": str(home), "PATH": os.pathsep.join(
-        [str(venv / "bin"), *map(str, agent_bins()), env["PATH"]])})
+        [str(venv / "bin"), *map(str, agent_bins()), str(node22_dir()), env["PATH"]])})
     work = tmp_path / "project"
     work.mkdir()
 

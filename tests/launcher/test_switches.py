@@ -117,7 +117,8 @@ def test_a_session_started_outside_amux_is_named_with_the_agents_own_resume(
     assert named.stderr == f"{said}Codex itself, without amux memory: `codex resume {own}`\n"
     nobodys = launcher.run("--resume", "ses_0123")
     assert "resume it with the agent that started it" in nobodys.stderr
-    assert "`claude --resume ses_0123` or `codex resume ses_0123` or" in nobodys.stderr
+    assert ("`claude --resume ses_0123` or `cline --id ses_0123` or `codex resume ses_0123` or"
+            in nobodys.stderr)
     assert not launcher.log.exists()  # no agent started
 
 
