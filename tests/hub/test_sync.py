@@ -1,0 +1,242 @@
+"""`amux memory sync` between two amux homes (two real Hubs) through a bare git repository
+(docs/sync.md "Sync"): real git, real Hubs, no mock of amux."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hubproc import HubProcess, amux
+
+pytestmark = pytest.mark.timeout(300)
+
+SECRET = "deploy with AKIAIOSFODNN7EXAMPLF\n"
+
+
+class Side:
+    """One amux home with its running Hub, memory on."""
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
+        self.hub = HubProcess(home)
+        self.hub.call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
+                                           "value": "true"})
+
+    def restart(self) -> None:
+        self.hub = HubProcess(self.home)
+
+    def call(self, path: str, body: dict[str, Any]) -> Any:
+        status, answer = self.hub.call(path, body)
+        assert status == 200, answer
+        return answer
+
+    def write(self, path: str, text: str) -> str:
+        current = self.revision(path)
+        return str(self.call("/v1/memory/upsert", {"path": path, "content": text,
+                                                   "expected_revision": current})["revision"])
+
+    def forget(self, path: str) -> None:
+        self.call("/v1/memory/forget", {"path": path, "expected_revision": self.revision(path)})
+
+    def revision(self, path: str) -> str:
+        for document in self.documents():
+            if document["path"] == path:
+                return str(document["revision"])
+        return "absent"
+
+    def documents(self) -> list[dict[str, Any]]:
+        return list(self.call("/v1/memory/list", {"limit": 1000})["documents"])
+
+    def texts(self) -> dict[str, str]:
+        root = self.home / "memory" / "global"
+        if not root.exists():
+            return {}
+        return {str(path.relative_to(root)): path.read_text() for path in root.rglob("*.md")
+                if not path.name.startswith(".")}
+
+    def sync(self, **body: Any) -> Any:
+        return self.call("/v1/memory/sync", body)
+
+    def fsck(self) -> None:
+        git_dir = self.home / "history" / "global.git"
+        done = subprocess.run(["git", "--git-dir", str(git_dir), "fsck", "--strict"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr + done.stdout
+
+
+@pytest.fixture
+def world() -> Iterator[tuple[Side, Side, Path]]:
+    directory = Path(tempfile.mkdtemp(prefix="amux-sync-", dir="/tmp"))
+    bare = directory / "shared.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True, timeout=30)
+    sides: list[Side] = []
+    try:
+        for name in ("a", "b"):
+            side = Side(directory / name)
+            sides.append(side)
+            side.call("/v1/memory/remotes", {"action": "add", "name": "origin",
+                                             "url": str(bare)})
+        yield sides[0], sides[1], bare
+    finally:
+        for side in sides:
+            side.hub.stop()
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+def _bare_fsck(bare: Path) -> None:
+    done = subprocess.run(["git", "--git-dir", str(bare), "fsck", "--strict"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+
+
+def _round(a: Side, b: Side) -> None:
+    """a, b, a: both sides hold the same documents afterwards."""
+    a.sync()
+    b.sync()
+    a.sync()
+
+
+def test_different_documents_travel_both_ways(world: tuple[Side, Side, Path]) -> None:
+    a, b, bare = world
+    a.write("a.md", "from a\n")
+    first = a.sync()
+    assert first["pushed"] is True
+    b.write("b.md", "from b\n")
+    second = b.sync()
+    assert [entry["path"] for entry in second["applied"]] == ["a.md"]
+    assert second["pushed"] is True
+    a.sync()
+    assert a.texts() == b.texts() == {"a.md": "from a\n", "b.md": "from b\n"}
+    again = b.sync()
+    assert again["applied"] == [] and again["pushed"] is False  # converged: nothing to do
+    log = a.call("/v1/memory/log", {"path": "b.md"})["changes"]
+    assert any(change.get("source") == "sync origin" for change in log)
+    for side in (a, b):
+        side.fsck()
+    _bare_fsck(bare)
+
+
+def test_same_document_merged_or_both_kept(world: tuple[Side, Side, Path]) -> None:
+    a, b, _ = world
+    lines = [f"line {n}\n" for n in range(10)]
+    a.write("n.md", "".join(lines))
+    a.write("c.md", "one\n")
+    _round(a, b)
+    a.write("n.md", "".join(["LINE 0 by a\n", *lines[1:]]))
+    b.write("n.md", "".join([*lines[:9], "LINE 9 by b\n"]))
+    a.write("c.md", "one, said a\n")
+    b.write("c.md", "one, said b\n")
+    a.sync()
+    report = b.sync()
+    assert [entry["path"] for entry in report["applied"]] == ["n.md"]
+    (conflict,) = report["conflicts"]
+    assert conflict["of"] == "c.md" and ".sync-conflict-" in conflict["path"]
+    a.sync()
+    merged = "".join(["LINE 0 by a\n", *lines[1:9], "LINE 9 by b\n"])
+    for side in (a, b):
+        texts = side.texts()
+        assert texts["n.md"] == merged
+        assert texts["c.md"] == "one, said b\n"  # b synced second: its text stays
+        assert texts[conflict["path"]] == "one, said a\n"  # and a's beside it
+    doctor = b.call("/v1/memory/doctor", {})
+    assert conflict["path"] in str(doctor)
+    # resolved by an ordinary upsert and a forget; that travels too
+    b.write("c.md", "one, said both\n")
+    b.forget(conflict["path"])
+    _round(b, a)
+    assert a.texts() == b.texts()
+    assert a.texts()["c.md"] == "one, said both\n"
+    assert conflict["path"] not in str(a.call("/v1/memory/doctor", {}))
+
+
+def test_delete_against_edit_keeps_the_edit_and_restore_travels(
+        world: tuple[Side, Side, Path]) -> None:
+    a, b, _ = world
+    a.write("x.md", "x1\n")
+    a.write("y.md", "y1\n")
+    _round(a, b)
+    a.forget("x.md")
+    b.write("x.md", "x2 edited on b\n")
+    b.forget("y.md")
+    a.write("y.md", "y2 edited on a\n")
+    _round(a, b)
+    for side in (a, b):
+        assert side.texts() == {"x.md": "x2 edited on b\n", "y.md": "y2 edited on a\n"}
+    # a deletion on one side alone travels; a restore brings it back everywhere
+    old = a.revision("x.md")
+    a.forget("x.md")
+    _round(a, b)
+    assert "x.md" not in b.texts()
+    b.call("/v1/memory/restore", {"path": "x.md", "revision": old,
+                                  "expected_revision": "absent"})
+    _round(b, a)
+    assert a.texts()["x.md"] == "x2 edited on b\n"
+
+
+def test_a_secret_arriving_is_refused_and_none_pushed(
+        world: tuple[Side, Side, Path], tmp_path: Path) -> None:
+    a, b, bare = world
+    a.write("ok.md", "fine\n")
+    a.sync()
+    # someone pushes a secret into the remote with plain git: a's sync refuses it
+    clone = tmp_path / "clone"
+    git = ["git", "-c", "user.name=p", "-c", "user.email=p@x", "-C", str(clone)]
+    subprocess.run(["git", "clone", "-q", "-b", "amux/global", str(bare), str(clone)],
+                   check=True, timeout=60)
+    (clone / "ok.md").write_text(SECRET)
+    subprocess.run([*git, "commit", "-qam", "x"], check=True, timeout=30)
+    subprocess.run([*git, "push", "-q"], check=True, timeout=30)
+    report = a.sync()
+    (refused,) = report["refused"]
+    assert refused["path"] == "ok.md" and refused["error"]["error"]["code"] == "secret_detected"
+    assert report["pushed"] is False and a.texts()["ok.md"] == "fine\n"
+    # a secret written on b's disk by hand (outside the Hub) is never pushed
+    b.hub.stop()
+    (b.home / "memory" / "global").mkdir(parents=True)
+    (b.home / "memory" / "global" / "hand.md").write_text(SECRET)
+    b.restart()
+    deadline = time.monotonic() + 30
+    while not b.hub.call("/v1/status", {})[1].get("history_caught_up"):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    report = b.sync(remote="origin")  # the remote's secret refused here too: no push
+    assert [entry["path"] for entry in report["refused"]] == ["ok.md"]
+    assert report["pushed"] is False
+    fresh = tmp_path / "fresh.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(fresh)], check=True, timeout=30)
+    b.call("/v1/memory/remotes", {"action": "add", "name": "fresh", "url": str(fresh)})
+    status, error = b.hub.call("/v1/memory/sync", {"remote": "fresh"})
+    assert status == 422 and error["error"]["code"] == "secret_detected", error
+    assert "AKIA" not in error["error"]["message"]
+    for repository in (bare, fresh):
+        shown = subprocess.run(["git", "--git-dir", str(repository), "log", "-p", "--all"],
+                               capture_output=True, text=True, timeout=30).stdout
+        assert "hand.md" not in shown
+
+
+def test_principal_scope_needs_its_own_remote(world: tuple[Side, Side, Path]) -> None:
+    a, _, bare = world
+    a.call("/v1/admin/config", {"action": "set", "key": "isolation.enabled", "value": "true"})
+    issued = a.call("/v1/admin/principals", {"action": "add", "name": "bob"})
+    token = issued["token"]
+    status, answer = a.hub.call("/v1/memory/upsert", {"path": "p.md", "content": "bob's\n",
+                                                      "expected_revision": "absent"}, token)
+    assert status == 200, answer
+    status, answer = a.hub.call("/v1/memory/sync", {}, token)
+    assert status == 400 and "remote add" in answer["error"]["message"]
+    refs = subprocess.run(["git", "--git-dir", str(bare), "for-each-ref"], capture_output=True,
+                          text=True, timeout=30).stdout
+    assert "principal" not in refs
+    delegated = a.call("/v1/admin/principals", {"action": "delegate", "name": "bob"})["token"]
+    status, answer = a.hub.call("/v1/memory/remotes", {"action": "add", "name": "x",
+                                                       "url": str(bare)}, delegated)
+    assert status == 403  # an agent's delegated token cannot send memory elsewhere
