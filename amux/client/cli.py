@@ -237,16 +237,19 @@ SYNC_TIMEOUT_SECONDS = 900.0
 
 def _remote(client: HubClient, args: Any) -> Any:
     if args.action not in ("add", "remove", "list"):
-        raise UsageError(f"remote: the action is add, remove or list, got {args.action!r}")
+        raise UsageError("amux memory remote",
+                         f"the action is add, remove or list, got {args.action!r}")
     body: dict[str, Any] = {"action": args.action}
     if args.action in ("add", "remove"):
         if args.name is None or (args.action == "add") != (args.url is not None):
-            raise UsageError("usage: amux memory remote add NAME URL | remove NAME | list")
+            raise UsageError("amux memory remote",
+                             "usage: amux memory remote add NAME URL | remove NAME | list")
         body["name"] = args.name
         if args.url is not None:
             body["url"] = args.url
     elif args.name is not None:
-        raise UsageError("usage: amux memory remote list (no further argument)")
+        raise UsageError("amux memory remote",
+                         "usage: amux memory remote list (no further argument)")
     return client.call("/v1/memory/remotes", body)
 
 

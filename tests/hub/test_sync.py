@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.hubproc import HubProcess, amux
+from tests.hubproc import Caller, HubProcess, amux
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -64,7 +64,17 @@ class Side:
                 if not path.name.startswith(".")}
 
     def sync(self, **body: Any) -> Any:
-        return self.call("/v1/memory/sync", body)
+        """A sync on a connection of its own that waits minutes for its answer."""
+        caller = Caller(self.hub.socket_path, self.hub.owner_token)
+        try:
+            caller.connection.connect()
+            assert caller.connection.sock is not None
+            caller.connection.sock.settimeout(280)
+            status, answer = caller.call("/v1/memory/sync", body)
+        finally:
+            caller.close()
+        assert status == 200, answer
+        return answer
 
     def fsck(self) -> None:
         git_dir = self.home / "history" / "global.git"
@@ -240,3 +250,111 @@ def test_principal_scope_needs_its_own_remote(world: tuple[Side, Side, Path]) ->
     status, answer = a.hub.call("/v1/memory/remotes", {"action": "add", "name": "x",
                                                        "url": str(bare)}, delegated)
     assert status == 403  # an agent's delegated token cannot send memory elsewhere
+
+
+def test_a_thousand_documents_both_ways(world: tuple[Side, Side, Path]) -> None:
+    a, b, bare = world
+    texts = {f"many/n{number:04d}.md": f"note {number} v1\n" for number in range(1000)}
+    for path, text in texts.items():
+        a.call("/v1/memory/upsert", {"path": path, "content": text,
+                                     "expected_revision": "absent"})
+    a.sync()
+    started = time.monotonic()
+    report = b.sync()
+    assert len(report["applied"]) == 1000, time.monotonic() - started
+    assert b.texts() == texts
+    revisions = {document["path"]: document["revision"] for document in b.documents()}
+    edited = {path: text.replace("v1", "v2 by b") for path, text in texts.items()}
+    for path, text in edited.items():
+        b.call("/v1/memory/upsert", {"path": path, "content": text,
+                                     "expected_revision": revisions[path]})
+    b.sync()
+    assert len(a.sync()["applied"]) == 1000
+    assert a.texts() == b.texts() == edited
+    for side in (a, b):
+        side.fsck()
+    _bare_fsck(bare)
+
+
+def test_a_sigkill_mid_sync_loses_nothing(world: tuple[Side, Side, Path]) -> None:
+    """The receiving Hub killed while it applies 900 documents (room is left in the
+    scope's quota of 1,024 for its own writes), with writes of its own
+    acknowledged meanwhile: after a restart and another sync, every acknowledged text
+    is on both sides, and git fsck is clean on both sides and the remote."""
+    a, b, bare = world
+    texts = {f"many/n{number:04d}.md": f"note {number}\n" for number in range(900)}
+    for path, text in texts.items():
+        a.call("/v1/memory/upsert", {"path": path, "content": text,
+                                     "expected_revision": "absent"})
+    a.sync()
+    acknowledged: dict[str, str] = {}
+
+    def syncing() -> None:
+        other = Caller(b.hub.socket_path, b.hub.owner_token)
+        try:
+            other.call("/v1/memory/sync", {})
+        except OSError:
+            pass  # killed: no answer
+        finally:
+            other.close()
+
+    thread = threading.Thread(target=syncing)
+    thread.start()
+    scope = b.home / "memory" / "global" / "many"
+    deadline = time.monotonic() + 120
+    number = 0
+    while not scope.exists() or len(list(scope.iterdir())) < 300:
+        assert time.monotonic() < deadline
+        path = f"mine/m{number}.md"
+        status, _ = b.hub.call("/v1/memory/upsert", {"path": path,
+                                                     "content": f"mine {number}\n",
+                                                     "expected_revision": "absent"})
+        if status == 200:
+            acknowledged[path] = f"mine {number}\n"
+        number += 1
+        time.sleep(0.05)  # a person's pace, not a flood that keeps history's queue full
+    b.hub.process.send_signal(signal.SIGKILL)
+    b.hub.process.wait(timeout=30)
+    b.hub.stop()  # collects it and closes its pipes
+    thread.join(timeout=60)
+    assert acknowledged
+    b.restart()
+    deadline = time.monotonic() + 60
+    while not b.hub.call("/v1/status", {})[1].get("history_caught_up"):
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    b.sync()
+    a.sync()
+    want = {**texts, **acknowledged}
+    assert a.texts() == b.texts() == want
+    for side in (a, b):
+        side.fsck()
+    _bare_fsck(bare)
+
+
+def test_the_cli(world: tuple[Side, Side, Path]) -> None:
+    a, b, bare = world
+    code, out, err = amux(a.home, "memory", "remote", "list")
+    assert code == 0 and out["remotes"] == [{"name": "origin", "url": str(bare)}], err
+    code, out, err = amux(a.home, "memory", "remote", "add", "t",
+                          "https://me:tok3n@example.com/x.git")
+    assert code == 2 and "credential" in out["error"]["message"] and "tok3n" not in err
+    code, out, _ = amux(a.home, "memory", "remote", "remove", "origin")
+    assert code == 0 and out["removed"] is True
+    code, out, err = amux(a.home, "memory", "sync")
+    assert code == 2 and "amux memory remote add NAME URL" in out["error"]["message"]
+    assert amux(a.home, "memory", "remote", "add", "origin", str(bare))[0] == 0
+    a.write("a.md", "from a\n")
+    code, out, err = amux(a.home, "memory", "sync", "--dry-run")
+    assert code == 0 and out["dry_run"] is True and out["pushed"] is False, err
+    code, out, err = amux(a.home, "memory", "sync", "origin")
+    assert code == 0 and out["pushed"] is True, err
+    code, out, _ = amux(b.home, "memory", "sync", "--dry-run")
+    assert [entry["path"] for entry in out["applied"]] == ["a.md"] and "a.md" not in b.texts()
+    code, out, _ = amux(b.home, "memory", "sync", "nowhere")
+    assert code == 1 and "remote add nowhere" in out["error"]["message"]
+    code, out, _ = amux(b.home, "memory", "remote", "add", "gone", "/nonexistent/x.git")
+    code, out, err = amux(b.home, "memory", "sync", "gone")
+    assert code == 9 and out["error"]["code"] == "sync_failed", err
+    code, out, err = amux(b.home, "memory", "sync", "--help")
+    assert code == 0 and "sync-conflict" in (out if isinstance(out, str) else err)
