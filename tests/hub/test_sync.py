@@ -358,3 +358,82 @@ def test_the_cli(world: tuple[Side, Side, Path]) -> None:
     assert code == 9 and out["error"]["code"] == "sync_failed", err
     code, out, err = amux(b.home, "memory", "sync", "--help")
     assert code == 0 and "sync-conflict" in (out if isinstance(out, str) else err)
+
+
+@pytest.fixture
+def sshd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, int]]:
+    """An sshd of this test's own on loopback (Debian's openssh-server, installed here
+    when missing and the test runs as root, as CI does), a throwaway key, and the
+    GIT_SSH_COMMAND the Hubs inherit; (user, port). Killed at the end."""
+    import getpass
+    import os
+    import socket
+
+    if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
+        if os.geteuid() != 0:
+            pytest.skip("no sshd and not root to install openssh-server")
+        subprocess.run(["apt-get", "install", "-y", "-q", "openssh-server"],
+                       capture_output=True, timeout=600, check=True)
+    keys = tmp_path / "ssh"
+    keys.mkdir(mode=0o700)
+    for name in ("host", "client"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f",
+                        str(keys / name)], check=True, timeout=30)
+    (keys / "authorized").write_text((keys / "client.pub").read_text())
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    (keys / "sshd_config").write_text(
+        f"ListenAddress 127.0.0.1\nPort {port}\nHostKey {keys / 'host'}\n"
+        f"AuthorizedKeysFile {keys / 'authorized'}\nStrictModes no\nUsePAM no\n"
+        f"PasswordAuthentication no\nPidFile {keys / 'pid'}\nPermitRootLogin "
+        "prohibit-password\n")
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    daemon = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", str(keys / "sshd_config")],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert daemon.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        monkeypatch.setenv("GIT_SSH_COMMAND", (
+            f"ssh -F /dev/null -i {keys / 'client'} -o IdentitiesOnly=yes "
+            f"-o UserKnownHostsFile={keys / 'known_hosts'} "
+            "-o StrictHostKeyChecking=accept-new -o BatchMode=yes"))
+        yield getpass.getuser(), port
+    finally:
+        daemon.kill()
+        daemon.communicate(timeout=30)
+
+
+def test_sync_over_ssh(sshd: tuple[str, int], tmp_path: Path) -> None:
+    """Two homes through a bare repository reached over ssh to this machine."""
+    user, port = sshd
+    bare = tmp_path / "over-ssh.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True, timeout=30)
+    directory = Path(tempfile.mkdtemp(prefix="amux-ssh-", dir="/tmp"))
+    sides: list[Side] = []
+    try:
+        for name in ("a", "b"):
+            sides.append(Side(directory / name))
+            sides[-1].call("/v1/memory/remotes", {
+                "action": "add", "name": "team", "url": f"ssh://{user}@127.0.0.1:{port}{bare}"})
+        a, b = sides
+        a.write("shared.md", "one\ntwo\nthree\n")
+        a.sync()
+        b.sync()
+        a.write("shared.md", "ONE\ntwo\nthree\n")
+        b.write("shared.md", "one\ntwo\nTHREE\n")
+        b.write("b.md", "b's\n")
+        _round(a, b)
+        assert a.texts() == b.texts() == {"shared.md": "ONE\ntwo\nTHREE\n", "b.md": "b's\n"}
+        for side in sides:
+            side.fsck()
+        _bare_fsck(bare)
+    finally:
+        for side in sides:
+            side.hub.stop()
+        shutil.rmtree(directory, ignore_errors=True)
