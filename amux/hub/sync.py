@@ -277,8 +277,7 @@ def _sync(store: Store, history: History, scope: Scope, name: str, url: str,
     with repo.lock:
         git = pygit2.Repository(git_dir)
         head = None if git.head_is_unborn else git.head.peel(pygit2.Commit).id
-        if remote_id is not None and head is not None and local is not None and \
-                head == local and base == local:
+        if remote_id is not None and head == local and (local is None or base == local):
             # a fast-forward that wrote nothing: the remote's tree is ours already
             git.references.create(BRANCH, pygit2.Oid(hex=remote_id), force=True)
             head = pygit2.Oid(hex=remote_id)
@@ -299,8 +298,6 @@ def _sync(store: Store, history: History, scope: Scope, name: str, url: str,
             repo.git = git
             repo.discard()
             repo.forget_log()
-        elif remote_id is not None and head is None:
-            pass  # nothing local and the remote's documents refused or none: nothing to do
     if head is None or (remote_id is not None and str(head) == remote_id):
         report["pushed"] = False
         return report
