@@ -220,15 +220,16 @@ def _sync(store: Store, history: History, scope: Scope, name: str, url: str,
     git_dir = repo.git.path
     branch = remote_branch(scope)
     tracking = f"refs/amux/sync/{name}"
-    listed = _git(git_dir, "ls-remote", "--", url, branch)
-    if listed.returncode != 0:
-        raise _failed(listed, "git ls-remote", url)
-    remote_id = listed.stdout.split()[0] if listed.stdout.strip() else None
-    if remote_id is not None:
-        fetched = _git(git_dir, "fetch", "--no-tags", "--no-write-fetch-head", "-q", "--",
-                       url, f"+{branch}:{tracking}")
-        if fetched.returncode != 0:
-            raise _failed(fetched, "git fetch", url)
+    fetched = _git(git_dir, "fetch", "--no-tags", "--no-write-fetch-head", "-q", "--", url,
+                   f"+{branch}:{tracking}")
+    if fetched.returncode == 0:
+        with repo.lock:
+            fetched_ref = pygit2.Repository(git_dir).references.get(tracking)
+        remote_id: str | None = None if fetched_ref is None else str(fetched_ref.target)
+    elif "couldn't find remote ref" in fetched.stderr:
+        remote_id = None  # the remote has no branch of this scope yet: the first push
+    else:
+        raise _failed(fetched, "git fetch", url)
     report: dict[str, Any] = {"remote": name, "url": shown_url(url), "branch": branch,
                               "dry_run": dry_run, "applied": [], "conflicts": [],
                               "kept_edits": [], "refused": [], "changed_meanwhile": [],
@@ -305,7 +306,8 @@ def _sync(store: Store, history: History, scope: Scope, name: str, url: str,
     pushed = _git(git_dir, "push", "-q", "--", url, f"{head}:{branch}")
     if pushed.returncode != 0:
         raise _failed(pushed, "git push", url)
-    _git(git_dir, "update-ref", tracking, str(head))
+    with repo.lock:
+        pygit2.Repository(git_dir).references.create(tracking, head, force=True)
     report["pushed"] = True
     report["commit"] = str(head)
     return report

@@ -93,13 +93,13 @@ def test_two_sides_converge_and_keep_every_acknowledged_text(
                     for path, revision in other.said.items():
                         assert side.history.version(GLOBAL, path, revision) is not None, (
                             path, revision)
+            base: dict[str, str | None] = {}
+            for path, text in start:
+                base[path] = text
             for path in PATHS:  # an edit on either side is never lost to a deletion
-                edited = [side for side, edits in ((a, left), (b, right))
-                          if edits and any(p == path and t is not None for p, t in edits)
-                          and (path, None) != next((e for e in reversed(edits)
-                                                    if e[0] == path), None)]
-                if edited:
-                    assert path in a.current()
+                finals = [dict(edits).get(path, base.get(path)) for edits in (left, right)]
+                if any(final is not None and final != base.get(path) for final in finals):
+                    assert path in a.current(), (path, finals)
         finally:
             a.close()
             b.close()
