@@ -437,3 +437,25 @@ def test_sync_over_ssh(sshd: tuple[str, int], tmp_path: Path) -> None:
         for side in sides:
             side.hub.stop()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+def test_a_purge_after_sync_rewrites_history_and_sync_still_converges(
+        world: tuple[Side, Side, Path]) -> None:
+    """A purge makes the history anew (no merge commits, other commits): the next sync finds
+    no common ancestor, meets equal texts as equal and loses nothing."""
+    a, b, bare = world
+    a.write("p.md", "first\n")
+    old = a.revision("p.md")
+    a.write("p.md", "second\n")
+    b.write("q.md", "from b\n")
+    _round(a, b)
+    purged = a.call("/v1/admin/history", {"action": "purge", "path": "p.md",
+                                          "revision": old})
+    assert purged
+    a.write("r.md", "after the purge\n")
+    _round(a, b)
+    assert a.texts() == b.texts() == {"p.md": "second\n", "q.md": "from b\n",
+                                      "r.md": "after the purge\n"}
+    for side in (a, b):
+        side.fsck()
+    _bare_fsck(bare)
