@@ -459,3 +459,38 @@ def test_a_purge_after_sync_rewrites_history_and_sync_still_converges(
     for side in (a, b):
         side.fsck()
     _bare_fsck(bare)
+
+
+def test_a_document_written_during_a_sync_is_never_overwritten(
+        world: tuple[Side, Side, Path]) -> None:
+    """An agent writes a document a running sync is about to write: the agent's write
+    stands, the sync reports it (`changed_meanwhile`) and pushes nothing; the next sync
+    keeps both texts."""
+    a, b, _ = world
+    for number in range(400):
+        a.call("/v1/memory/upsert", {"path": f"many/n{number:04d}.md",
+                                     "content": f"a's {number}\n", "expected_revision": "absent"})
+    a.sync()
+    answers: list[Any] = []
+    thread = threading.Thread(target=lambda: answers.append(b.sync()))
+    thread.start()
+    scope = b.home / "memory" / "global" / "many"
+    deadline = time.monotonic() + 120
+    while not scope.exists() or not any(scope.iterdir()):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    last = "many/n0399.md"
+    b.call("/v1/memory/upsert", {"path": last, "content": "b's own\n",
+                                 "expected_revision": "absent"})
+    thread.join(timeout=240)
+    (report,) = answers
+    assert [entry["path"] for entry in report["changed_meanwhile"]] == [last]
+    assert report["pushed"] is False and "next" in report
+    assert b.texts()[last] == "b's own\n"
+    again = b.sync()
+    assert [entry["of"] for entry in again["conflicts"]] == [last]
+    a.sync()
+    for side in (a, b):
+        texts = side.texts()
+        assert texts[last] == "b's own\n"
+        assert texts[again["conflicts"][0]["path"]] == "a's 399\n"
