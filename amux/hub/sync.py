@@ -28,6 +28,7 @@ unfinished sync is done again by the next one (documents already applied are equ
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -271,6 +272,9 @@ def _sync(store: Store, history: History, scope: Scope, name: str, url: str,
         return report
     complete = not report["refused"] and not report["changed_meanwhile"]
     if not complete:
+        if report["refused"]:  # what the guard refused stays reachable from no ref here
+            with repo.lock, contextlib.suppress(KeyError):
+                pygit2.Repository(git_dir).references.delete(tracking)
         report["next"] = ("nothing was pushed: fix what is refused (on the side it came "
                           "from) or run `amux memory sync` again for what changed meanwhile")
         return report

@@ -209,6 +209,10 @@ def test_a_secret_arriving_is_refused_and_none_pushed(
     (refused,) = report["refused"]
     assert refused["path"] == "ok.md" and refused["error"]["error"]["code"] == "secret_detected"
     assert report["pushed"] is False and a.texts()["ok.md"] == "fine\n"
+    refs = subprocess.run(["git", "--git-dir", str(a.home / "history" / "global.git"),
+                           "for-each-ref", "refs/amux/"], capture_output=True, text=True,
+                          timeout=30).stdout
+    assert refs == ""  # the refused text is reachable from no ref of a's history
     # a secret written on b's disk by hand (outside the Hub) is never pushed
     b.hub.stop()
     (b.home / "memory" / "global").mkdir(parents=True)
