@@ -254,6 +254,30 @@ def test_principal_scope_needs_its_own_remote(world: tuple[Side, Side, Path]) ->
     status, answer = a.hub.call("/v1/memory/remotes", {"action": "add", "name": "x",
                                                        "url": str(bare)}, delegated)
     assert status == 403  # an agent's delegated token cannot send memory elsewhere
+    status, answer = a.hub.call("/v1/memory/sync", {}, delegated)
+    assert status == 403
+    # bob's own remote carries bob's scope, to its own branch; the owner's sync never does
+    own = bare.with_name("bob.git")
+    subprocess.run(["git", "init", "-q", "--bare", str(own)], check=True, timeout=30)
+    status, answer = a.hub.call("/v1/memory/remotes", {"action": "add", "name": "mine",
+                                                       "url": str(own)}, token)
+    assert status == 200, answer
+    status, answer = a.hub.call("/v1/memory/sync", {}, token)
+    assert status == 200 and answer["pushed"] is True, answer
+    status, answer = a.hub.call("/v1/memory/sync", {"remote": "origin"})  # the owner's
+    assert status == 404  # the owner's scope is its own too now (isolation on)
+    refs = subprocess.run(["git", "--git-dir", str(own), "for-each-ref", "--format",
+                           "%(refname)"], capture_output=True, text=True, timeout=30).stdout
+    assert refs.split() == [answer_branch(a, token)]
+    refs = subprocess.run(["git", "--git-dir", str(bare), "for-each-ref"], capture_output=True,
+                          text=True, timeout=30).stdout
+    assert "principal" not in refs
+
+
+def answer_branch(side: Side, token: str) -> str:
+    status, listed = side.hub.call("/v1/memory/remotes", {"action": "list"}, token)
+    assert status == 200
+    return "refs/heads/" + str(listed["branch"])
 
 
 def test_a_thousand_documents_both_ways(world: tuple[Side, Side, Path]) -> None:
