@@ -221,8 +221,13 @@ def _sync(store: Store, history: History, scope: Scope, name: str, url: str,
     git_dir = repo.git.path
     branch = remote_branch(scope)
     tracking = f"refs/amux/sync/{name}"
-    fetched = _git(git_dir, "fetch", "--no-tags", "--no-write-fetch-head", "-q", "--", url,
-                   f"+{branch}:{tracking}")
+    with repo.lock:
+        known = pygit2.Repository(git_dir).references.get(tracking) is not None
+    # What the remote had at the last sync is all it needs to hear of: offering every
+    # local commit (one per change) costs seconds for nothing.
+    tip = ("--negotiation-tip", tracking) if known else ()
+    fetched = _git(git_dir, "fetch", "--no-tags", "--no-write-fetch-head", "-q", *tip, "--",
+                   url, f"+{branch}:{tracking}")
     if fetched.returncode == 0:
         with repo.lock:
             fetched_ref = pygit2.Repository(git_dir).references.get(tracking)
