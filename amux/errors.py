@@ -35,6 +35,7 @@ are public: add, never rename. Standard library only: the single-file client car
     ├── SecretDetected       secret_detected       (+ line, rule, fingerprint, findings;
     │                                               never the secret)
     ├── NotFound             not_found
+    ├── SyncFailed           sync_failed           (git could not fetch or push: amux.hub.sync)
     ├── StorageUnavailable   storage_unavailable   (+ errno: disk full, read-only,
     │                                               permission, quota)
     └── InternalError        internal
@@ -63,6 +64,7 @@ ERROR_TABLE: dict[str, tuple[int | None, int]] = {
     "secret_detected": (422, 7),
     "not_found": (404, 1),
     "storage_unavailable": (507, 8),
+    "sync_failed": (502, 9),
     "internal": (500, 1),
 }
 
@@ -238,6 +240,13 @@ class SecretDetected(AmuxError):
 
 class NotFound(AmuxError):
     code = "not_found"
+
+
+class SyncFailed(AmuxError):
+    """git could not reach or update a sync's remote (`amux memory sync`); its message
+    says git's, with any password or token removed."""
+
+    code = "sync_failed"
 
 
 class StorageUnavailable(AmuxError):

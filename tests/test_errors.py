@@ -22,6 +22,7 @@ PINNED = {
     "secret_detected": (422, 7),
     "not_found": (404, 1),
     "storage_unavailable": (507, 8),
+    "sync_failed": (502, 9),  # issue 39: `amux memory sync`'s git failed (added, docs/wire.md)
     "internal": (500, 1),
 }
 

@@ -146,6 +146,21 @@ def test_the_import_bench_runs(tmp_path: Path) -> None:
     assert "| floor: `git add -A && git commit` |" in done.stdout
 
 
+def test_the_sync_bench_runs(tmp_path: Path) -> None:
+    """`python -m benchmarks.sync_bench`, small: two Hubs synced, against git."""
+    report = tmp_path / "sync.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.sync_bench", "--documents", "20", "--rounds", "1",
+         "--json", str(report), "--markdown"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env={**os.environ, "HOME": str(tmp_path)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    data = json.loads(report.read_text())
+    assert set(data["ms"]) == {"sync_send", "sync_receive", "git_commit", "git_push",
+                               "git_pull"}
+    assert "| floor: `git pull` (into a clone) |" in done.stdout
+
+
 def test_the_scale_bench_runs(tmp_path: Path) -> None:
     """`python -m benchmarks.scale`, small: real MCP sessions, raw clients (over TLS too)
     and both listeners at their cap, with the search process measured beside the Hub."""

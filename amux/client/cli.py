@@ -231,6 +231,36 @@ def _doctor(client: HubClient, args: Any) -> Any:
     return report(result).encode("utf-8")
 
 
+SYNC_TIMEOUT_SECONDS = 900.0
+"""A sync fetches, merges and pushes in the Hub: the answer can take minutes."""
+
+
+def _remote(client: HubClient, args: Any) -> Any:
+    if args.action not in ("add", "remove", "list"):
+        raise UsageError("amux memory remote",
+                         f"the action is add, remove or list, got {args.action!r}")
+    body: dict[str, Any] = {"action": args.action}
+    if args.action in ("add", "remove"):
+        if args.name is None or (args.action == "add") != (args.url is not None):
+            raise UsageError("amux memory remote",
+                             "usage: amux memory remote add NAME URL | remove NAME | list")
+        body["name"] = args.name
+        if args.url is not None:
+            body["url"] = args.url
+    elif args.name is not None:
+        raise UsageError("amux memory remote",
+                         "usage: amux memory remote list (no further argument)")
+    return client.call("/v1/memory/remotes", body)
+
+
+def _sync(client: HubClient, args: Any) -> Any:
+    body: dict[str, Any] = {"dry_run": args.dry_run}
+    if args.remote is not None:
+        body["remote"] = args.remote
+    client.set_timeout(SYNC_TIMEOUT_SECONDS)
+    return client.call("/v1/memory/sync", body)
+
+
 def _mcp(args: Any, start_hub: StartHub | None) -> bytes:
     """Serve MCP on stdin/stdout until stdin ends; it never starts a Hub (SPEC §3)."""
     from amux.client.mcp import main as serve_mcp
@@ -353,6 +383,23 @@ COMMANDS: dict[str, Command] = {
         "descriptions, duplicates, dangling links, project ids, old documents, quota headroom",
         Arg("--json", "the machine form (JSON) instead of the readable report", flag=True),
         run=_on_hub(_doctor)),
+    "remote": Command(
+        "the git remotes your memory syncs with (docs/sync.md): add NAME URL (a path, "
+        "file://, ssh://host/path or user@host:path; git's ssh agent or credential "
+        "helper gives credentials, amux stores none), remove NAME, list",
+        Arg("action", "add, remove or list"),
+        Arg("name", "the remote's name, e.g. origin", nargs="?"),
+        Arg("url", "add: where (any URL git fetches from)", nargs="?"),
+        run=_on_hub(_remote)),
+    "sync": Command(
+        "fetch your memory's history from a git remote, merge it per document (a conflict "
+        "keeps both: the remote's text beside yours as NAME.sync-conflict-REV.md, listed "
+        "by doctor) and push the result; only when run",
+        Arg("remote", "which remote (default: the only one; `amux memory remote add` "
+            "adds one)", nargs="?"),
+        Arg("--dry-run", "fetch and say what would change, write and push nothing",
+            flag=True),
+        run=_on_hub(_sync)),
     "mcp": Command("serve the amux MCP tools on stdin/stdout (for agents; never starts a Hub)",
         run=_mcp),
 }

@@ -61,6 +61,12 @@ class HubClient:
         if self._sock is None:
             self._sock = self._connect()
 
+    def set_timeout(self, seconds: float) -> None:
+        """Wait this long for each answer from now on (a sync's can take minutes)."""
+        self.timeout = seconds
+        if self._sock is not None:
+            self._sock.settimeout(seconds)
+
     def _connect(self) -> _socket.socket:
         """A connected socket. Unix sockets use the C module `_socket` directly: the
         `socket` wrapper imports `selectors` and enums, ~4 ms of every CLI call."""

@@ -31,6 +31,11 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
                              version against the current)
     POST /v1/memory/restore  {path, revision, expected_revision}  -> as upsert, plus
                              restored_from: a conditional write of that version
+    POST /v1/memory/remotes  {action: add|remove|list, name?, url?}: the caller's scope's
+                             sync remotes (login tokens only)      (amux.hub.sync)
+    POST /v1/memory/sync     {remote?, dry_run?}  -> {remote, applied, conflicts,
+                             kept_edits, refused, changed_meanwhile, pushed, ...}: the
+                             caller's scope merged with its remote (login tokens only)
     POST /v1/binding         {}  -> {principal, binding}   (what a launcher freezes)
     POST /v1/delegate        {ttl?, binding?, agent?, session?}  -> {principal, token,
                              token_id, binding, expires_at}: a delegated token of the
@@ -166,7 +171,12 @@ class HubApi:
             "/v1/admin/history": self._admin_history,
             "/v1/admin/memory": self._admin_memory,
             "/v1/admin/scopes": self._admin_scopes,
+            "/v1/memory/remotes": self._remotes,
+            "/v1/memory/sync": self._sync,
         }
+        from amux.hub.sync import Remotes
+
+        self.remotes = Remotes(store.root.parent)
 
     def status(self) -> dict[str, Any]:
         """`hub status` (SPEC Appendix A), for any authenticated caller."""
@@ -217,9 +227,9 @@ class HubApi:
             return self._route(request, credential, body)
 
     def _route(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
-        if request.path.startswith("/v1/memory/"):
-            return self._memory(request, credential, request.path.removeprefix("/v1/memory/"), body)
         route = self._routes.get(request.path)
+        if route is None and request.path.startswith("/v1/memory/"):
+            return self._memory(request, credential, request.path.removeprefix("/v1/memory/"), body)
         if route is None:
             raise InvalidArgument(f"unknown endpoint {request.path}")
         return route(request, credential, body)
@@ -336,6 +346,38 @@ class HubApi:
         check_fields("binding", body, frozenset(), frozenset())
         scope = self._scope(request, credential)
         return {"principal": credential.principal, "binding": scope.binding}
+
+    # -- sync through git remotes (docs/sync.md "Sync") ----------------------------
+
+    def _remotes(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
+        """The caller's own scope's remotes: only its principal's login token changes or
+        reads them (an agent's delegated token cannot send memory elsewhere)."""
+        self._require_login(credential, "configure sync remotes")
+        scope = self._scope(request, credential)
+        action = body.get("action")
+        if action == "list":
+            check_fields("remotes list", body, frozenset({"action"}), frozenset())
+            return self.remotes.listing(scope)
+        if action == "add":
+            check_fields("remotes add", body, frozenset({"action", "name", "url"}), frozenset())
+            return self.remotes.add(scope, body["name"], body["url"])
+        if action == "remove":
+            check_fields("remotes remove", body, frozenset({"action", "name"}), frozenset())
+            return self.remotes.remove(scope, body["name"])
+        raise InvalidArgument(f"remotes action must be add, remove or list, got "
+                              f"{shown(action)}")
+
+    def _sync(self, request: Request, credential: Credential, body: dict[str, Any]) -> Any:
+        from amux.hub.sync import sync
+
+        check_fields("sync", body, frozenset(), frozenset({"remote", "dry_run"}))
+        self._require_login(credential, "sync memory")
+        scope = self._scope(request, credential)
+        dry_run = body.get("dry_run", False)
+        if not isinstance(dry_run, bool):
+            raise InvalidArgument(f"dry_run must be true or false, got {shown(dry_run)}")
+        author = Author(credential.principal, credential.agent, credential.session)
+        return sync(self.store, scope, self.remotes, body.get("remote"), dry_run, author)
 
     # -- a principal's own delegated tokens (any listener) ---------------------------
 

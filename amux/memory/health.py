@@ -71,6 +71,7 @@ CATEGORIES = (
     "entry_size", "entry_missing", "entry_detail", "quota", "unreadable",
     "missing_description", "note_format", "duplicate_name", "near_duplicate", "broken_link",
     "project_id", "missing_link", "relative_date", "stale", "permissions", "lookalike_name",
+    "sync_conflict",
 )
 """Every category, in report order (within one severity)."""
 
@@ -137,6 +138,7 @@ def diagnose(collected: Collected, binding: str, now: float) -> dict[str, Any]:
     _check_stale(documents, now, findings)
     _check_permissions(collected, findings)
     _check_lookalikes(documents, findings)
+    _check_sync_conflicts(documents, findings)
     return _bounded({
         "scope": binding,
         "documents": len(documents),
@@ -460,6 +462,23 @@ def _check_lookalikes(documents: list[Document], findings: _Findings) -> None:
                          f"{len(paths)} documents have this same-looking path in different "
                          "Unicode forms (NFC/NFD): merge them into one and forget the others",
                          paths[1:])
+
+
+SYNC_CONFLICT_MARK = ".sync-conflict-"
+"""`NAME.sync-conflict-<12 hex>.md`: a remote's text kept beside NAME.md by a sync whose
+two sides changed the same lines (amux.hub.sync)."""
+
+
+def _check_sync_conflicts(documents: list[Document], findings: _Findings) -> None:
+    """Conflict copies a sync left: both texts are kept until a person or agent merges."""
+    for document in documents:
+        stem, mark, rest = document.path.rpartition(SYNC_CONFLICT_MARK)
+        if mark and len(rest) == 15 and rest.endswith(".md"):
+            original = stem + ".md"
+            findings.add("sync_conflict", "warning", document.path,
+                         f"a sync kept the remote's text of {original} here, both sides having "
+                         f"changed the same lines: merge it into {original} with an ordinary "
+                         f"upsert, then `amux memory forget {document.path}`", [original])
 
 
 def _bounded(report: dict[str, Any], items: list[dict[str, Any]]) -> dict[str, Any]:

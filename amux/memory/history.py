@@ -199,7 +199,8 @@ class _Repo:
             head = self.head()
             self._logged = [] if head is None else [
                 Logged.of(commit)  # parent order as it goes, no sort of the whole history
-                for commit in self.git.walk(head.id, pygit2.enums.SortMode.NONE)]
+                for commit in self.git.walk(head.id, pygit2.enums.SortMode.NONE)
+                if len(commit.parent_ids) < 2]  # a sync's merge (amux.hub.sync) changes none
         return self._logged
 
     def versions(self) -> set[tuple[str, str]]:
@@ -253,6 +254,10 @@ class _Repo:
         self._packs_written += 1
         if self._packs_written > PACKS_MAX:
             self._merge_packs()
+
+    def forget_log(self) -> None:
+        """Read the log from the commits again (a sync moved the branch)."""
+        self._logged = None
 
     def discard(self) -> None:
         """Forget what is staged (the trees held in memory are read again as needed)."""

@@ -456,6 +456,10 @@ class Store:
         return {"binding": scope.binding, "fingerprint": fingerprint, **change,
                 "fingerprints": fingerprints}
 
+    def check_secrets(self, scope: Scope, data: bytes) -> None:
+        """Refuse `data` as a write would (a sync checks what it pushes)."""
+        self._check_secrets(scope, data, None)
+
     def _check_secrets(self, scope: Scope, data: bytes, base: bytes | None) -> bool:
         """Refuse content that looks like a credential, unless the scope allows the value;
         whether anything (allowed) was found.

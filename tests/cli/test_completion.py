@@ -23,7 +23,7 @@ CASES = [
     ("amux run --no-m", {"--no-memory"}),
     ("amux run --endpoint-api a", {"anthropic"}),
     ("amux run --resume l", {"last"}),
-    ("amux memory s", {"search", "show"}),
+    ("amux memory s", {"search", "show", "sync"}),
     ("amux memory upsert notes.md --exp", {"--expected-revision"}),
     ("amux system config g", {"get"}),
     ("amux settings set agents.pi.m", {"agents.pi.memory", "agents.pi.model"}),
