@@ -18,7 +18,6 @@ HOME of the benchmark's own. Each round, interleaved, on the same files:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -30,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import timing
+from benchmarks import report, timing
 from benchmarks.hub_bench import amux_command, hub_process
 
 GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
@@ -136,20 +135,14 @@ def bench_import(notes: int, rounds: int) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    ms = result["ms"]
-    commit = ms["git_commit"]["p50_ms"]
     rows = [("`import claude` (dry run)", "dry_run"), ("`import claude --apply`", "apply"),
             ("`import claude --apply` again (writes nothing)", "apply_again"),
             ("`export --dir`", "export"), ("floor: `git add -A && git commit`", "git_commit"),
             ("floor: `git push` (to a local bare repository)", "git_push"),
             ("floor: `git pull` (into a clone)", "git_pull")]
-    lines = [f"{result['notes']:,} notes, {result['bytes']:,} bytes, {result['rounds']} rounds "
-             "(medians, ms, whole processes)", "",
-             "| what | p50 ms | p90 ms | × git commit |", "|---|---:|---:|---:|"]
-    for label, key in rows:
-        lines.append(f"| {label} | {ms[key]['p50_ms']:.0f} | {ms[key]['p90_ms']:.0f} | "
-                     f"{ms[key]['p50_ms'] / commit:.1f} |")
-    return "\n".join(lines)
+    return report.floor_table(
+        f"{result['notes']:,} notes, {result['bytes']:,} bytes, {result['rounds']} rounds "
+        "(medians, ms, whole processes)", result["ms"], rows, "git_commit", "git commit")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -161,10 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     result = bench_import(args.notes, args.rounds)
-    text = json.dumps(result, indent=2)
-    if args.json is not None:
-        args.json.write_text(text + "\n")
-    print(markdown(result) if args.markdown else text)
+    report.emit(result, args.json, markdown(result) if args.markdown else None)
     return 0
 
 

@@ -6,6 +6,7 @@ samples) and the way they are shown can evolve independently.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -684,3 +685,23 @@ def agent_launch_markdown(whole: dict[str, Any]) -> str:
         f"{machine.get('python_loop_1m_ms', '?')} ms", "",
         *_agent_launch_markdown_sections(whole),
         "### Targets", "", targets_table(whole, True), ""])
+
+
+def floor_table(heading: str, ms: dict[str, Any], rows: Sequence[tuple[str, str]],
+                floor: str, floor_name: str) -> str:
+    """A Markdown table of whole-process timings (`rows`: label, key of `ms`), each as a
+    multiple of the floor `floor` measured in the same run."""
+    base = ms[floor]["p50_ms"]
+    lines = [heading, "", f"| what | p50 ms | p90 ms | × {floor_name} |", "|---|---:|---:|---:|"]
+    lines += [f"| {label} | {ms[key]['p50_ms']:.0f} | {ms[key]['p90_ms']:.0f} | "
+              f"{ms[key]['p50_ms'] / base:.1f} |" for label, key in rows]
+    return "\n".join(lines)
+
+
+def emit(result: dict[str, Any], json_path: Any, markdown: str | None) -> None:
+    """Print a bench's result as JSON, or its table when `markdown` is given; also write the
+    JSON to `json_path` when given."""
+    text = json.dumps(result, indent=2)
+    if json_path is not None:
+        json_path.write_text(text + "\n")
+    print(markdown if markdown is not None else text)

@@ -16,7 +16,6 @@ round, interleaved with git on the same texts:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -26,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from amux.client.transport import HubClient
-from benchmarks import timing
+from benchmarks import report, timing
 from benchmarks.hub_bench import hub_process
 from benchmarks.import_bench import GIT_ENV
 
@@ -113,21 +112,15 @@ def bench_sync(documents: int, rounds: int) -> dict[str, Any]:
 
 
 def markdown(result: dict[str, Any]) -> str:
-    ms = result["ms"]
     rows = [("`amux memory sync` on the side that changed (fetch, push)", "sync_send"),
             ("`amux memory sync` on the other side (1,000 documents merged and written, "
              "merge commit, push)", "sync_receive"),
             ("floor: `git add -A && git commit`", "git_commit"),
             ("floor: `git push` (to a local bare repository)", "git_push"),
             ("floor: `git pull` (into a clone)", "git_pull")]
-    pull = ms["git_pull"]["p50_ms"]
-    lines = [f"{result['documents']:,} documents changed, {result['bytes']:,} bytes, "
-             f"{result['rounds']} rounds (medians, ms)", "",
-             "| what | p50 ms | p90 ms | × git pull |", "|---|---:|---:|---:|"]
-    for label, key in rows:
-        lines.append(f"| {label} | {ms[key]['p50_ms']:.0f} | {ms[key]['p90_ms']:.0f} | "
-                     f"{ms[key]['p50_ms'] / pull:.1f} |")
-    return "\n".join(lines)
+    return report.floor_table(
+        f"{result['documents']:,} documents changed, {result['bytes']:,} bytes, "
+        f"{result['rounds']} rounds (medians, ms)", result["ms"], rows, "git_pull", "git pull")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,10 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args(argv)
     result = bench_sync(args.documents, args.rounds)
-    text = json.dumps(result, indent=2)
-    if args.json is not None:
-        args.json.write_text(text + "\n")
-    print(markdown(result) if args.markdown else text)
+    report.emit(result, args.json, markdown(result) if args.markdown else None)
     return 0
 
 
