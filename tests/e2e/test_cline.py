@@ -328,8 +328,12 @@ for pid in filter(str.isdigit, os.listdir("/proc")):
     seen.append({"pid": pid, "argv": argv.decode(errors="replace"),
                  "environ": environ.decode(errors="replace")})
 configs = {}
+mine = "HOME=" + os.environ["HOME"]  # this run's processes (not another test's, in parallel)
 for entry in seen:
-    for pair in entry["environ"].split("\\0"):
+    pairs = entry["environ"].split("\\0")
+    if mine not in pairs:
+        continue
+    for pair in pairs:
         if pair.startswith("AMUX_MEMORY_CONFIG="):
             with open(pair.partition("=")[2]) as handle:
                 configs[pair.partition("=")[2]] = handle.read()
@@ -338,7 +342,8 @@ with open(out, "w") as handle:
 os.execv(sys.executable, [sys.executable, *sys.argv[2:]])
 '''
 """Run as the user's own MCP server: while Cline runs, it records every process's argv and
-environment and the memory config files they name, then becomes `user_mcp.py`."""
+environment and the memory config files that this run's processes (its HOME) name, then
+becomes `user_mcp.py`."""
 
 
 def test_the_session_token_stays_out_of_clines_tree_and_is_revoked(memory_hub: HubProcess,
