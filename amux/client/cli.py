@@ -310,11 +310,12 @@ COMMANDS: dict[str, Command] = {
         Arg("--prefix", "with --dir: only documents under this folder"),
         run=_on_hub(_export)),
     "import": Command(
-        "bring notes from an agent's own memory (claude, gemini, qwen, codex, cline) or a "
+        "bring notes from an agent's own memory (claude, gemini, qwen, codex, kilo, cline) or "
+        "a "
         "folder of Markdown into your amux memory; a dry run unless --apply (docs/sync.md)",
-        Arg("source", "claude, gemini, qwen or codex (their stores in your home), cline (a "
-            "repository's memory-bank/, see --path), or the path of a folder of Markdown "
-            "(Kilo's, an amux export: ./claude for a folder named like a store); none: "
+        Arg("source", "claude, gemini, qwen, codex or kilo (their stores in your home), cline "
+            "(a repository's memory-bank/, see --path), or the path of a folder of Markdown "
+            "(an amux export: ./claude for a folder named like a store); none: "
             "which of the agents' stores this machine has, and how many notes each holds",
             metavar="SOURCE", nargs="?"),
         Arg("--apply", "write: each note one conditional write through the Hub, its source "

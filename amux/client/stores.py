@@ -12,7 +12,9 @@ and returns the notes it holds with the amux path each would get (docs/sync.md
   <sanitized git root>/memory/` and the user memory `…/memories/`, one folder per type.
 - Codex: `<CODEX_HOME or ~/.codex>/memories/`: its consolidated `MEMORY.md`,
   `memory_summary.md` and `skills/`.
-- Cline: a repository's `memory-bank/` folder. Any other folder of Markdown (Kilo's, an
+- Kilo Code CLI: `<XDG_DATA_HOME or ~/.local/share>/kilo/memory/<name>-<hash>/`: Kilo
+  Memory's `project.md`, `environment.md`, `corrections.md` (the project in `manifest.json`).
+- Cline: a repository's `memory-bank/` folder. Any other folder of Markdown (an
   amux export) is imported as it is.
 
 A project store's notes go to `projects/<stable id>/`, the id formed as the protocol's
@@ -22,6 +24,7 @@ Standard library only, like the rest of `amux.client`.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import stat
@@ -460,6 +463,59 @@ def cline(env: Mapping[str, str], options: Options) -> Gathered:
     return Gathered("cline", bank, notes, skipped, [found])
 
 
+KILO_NOTES = {"project.md": "project", "environment.md": "reference",
+              "corrections.md": "feedback"}
+"""Kilo Memory's Markdown files of a project and the note type each gets; its other files
+(`index.kmem`, `manifest.json`, `state.json`) are Kilo's own bookkeeping, derived."""
+
+
+def kilo(env: Mapping[str, str], options: Options) -> Gathered:
+    base = os.path.join(_under(env, "XDG_DATA_HOME", os.path.join(".local", "share")),
+                        "kilo", "memory")
+    notes: list[Note] = []
+    skipped: list[Skipped] = []
+    projects: list[Project] = []
+    try:
+        keys = sorted(os.listdir(base))
+    except FileNotFoundError:
+        keys = []
+    for key in keys:
+        folder_path = os.path.join(base, key)
+        if not os.path.isdir(folder_path) or os.path.islink(folder_path):
+            continue
+        path, recorded = _kilo_project(folder_path, key, skipped)
+        found = project(key, path, env, options.project_ids, recorded)
+        projects.append(found)
+        for name, kind in KILO_NOTES.items():
+            full = os.path.join(folder_path, name)
+            read = read_text(full, skipped) if os.path.isfile(full) else None
+            if read is None:
+                continue
+            text, modified = read
+            if not any(line.strip() and not line.startswith("#") for line in text.splitlines()):
+                skipped.append(Skipped(full, "Kilo's empty template (headings only)"))
+                continue
+            notes.append(Note(full, f"{options.into}projects/{found.id}/kilo-{name}",
+                              with_front_matter(text, f"kilo-{name[:-3]}", kind, modified)))
+    return Gathered("kilo", base, notes, skipped, projects)
+
+
+def _kilo_project(folder_path: str, key: str, skipped: list[Skipped],
+                  ) -> tuple[str | None, str]:
+    """The project directory Kilo recorded for one memory folder (`manifest.json`'s
+    `canonical`), when it is still there."""
+    manifest = os.path.join(folder_path, "manifest.json")
+    read = read_text(manifest, skipped) if os.path.isfile(manifest) else None
+    try:
+        canonical = json.loads(read[0]).get("canonical") if read else None
+    except (ValueError, AttributeError):
+        canonical = None
+    if not isinstance(canonical, str):
+        return None, f"the folder name {key} (its manifest.json names no project)"
+    where = canonical if os.path.isdir(canonical) else None
+    return where, f"its manifest.json's project {canonical}"
+
+
 def folder(env: Mapping[str, str], options: Options) -> Gathered:
     root = os.path.abspath(options.folder or "")
     if not os.path.isdir(root):
@@ -477,6 +533,7 @@ STORES: dict[str, Callable[[Mapping[str, str], Options], Gathered]] = {
     "qwen": qwen,
     "codex": codex,
     "cline": cline,
+    "kilo": kilo,
 }
 """Every agent store `amux memory import` reads by name; any other SOURCE is a folder."""
 

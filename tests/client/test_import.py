@@ -250,7 +250,9 @@ def test_without_a_source_it_says_which_stores_exist(memory_hub: HubProcess) -> 
         {"source": "qwen", "root": str(home / ".qwen"), "exists": False, "notes": 0,
          "projects": []},
         {"source": "codex", "root": str(home / ".codex" / "memories"), "exists": True,
-         "notes": 2, "projects": []}]
+         "notes": 2, "projects": []},
+        {"source": "kilo", "root": str(home / ".local" / "share" / "kilo" / "memory"),
+         "exists": False, "notes": 0, "projects": []}]
 
 
 SEGMENT = st.text("abcdefghij0123456789_-", min_size=1, max_size=8)

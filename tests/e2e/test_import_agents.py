@@ -19,6 +19,7 @@ from tests.mockmodel.agents import (
     QWEN_EXTRACTOR,
     claude_env,
     gemini_env,
+    kilo_env,
     qwen_env,
     qwen_is_side,
     run_agent,
@@ -157,3 +158,35 @@ def test_a_store_gemini_cli_wrote_itself(memory_hub: HubProcess, tmp_path: Path)
     code, again, _ = amux(memory_hub.home, "memory", "import", "gemini", "--apply", env=home)
     assert {note["action"] for note in again["notes"]} == {"same"}
     assert snapshot(tmp_path / "home" / ".gemini") == before
+
+
+def test_a_store_kilo_wrote_itself(memory_hub: HubProcess, tmp_path: Path) -> None:
+    """Kilo Memory as its user keeps it: `kilo serve`, `POST /memory/enable` for the project
+    and a fact remembered (the real Kilo 7.7.7 writes the folder); amux imports the fact's
+    file under the project's remote, skips Kilo's empty templates, and a second apply
+    writes nothing."""
+    from tests.e2e.test_kilo import enable_kilo_memory
+
+    repo = git_repo(tmp_path / "work" / "widgets", "git@github.com:acme/widgets.git")
+    fact = "The build uses make; run `make test` before pushing."
+    with MockModel([Text("unused")]) as model:
+        env = kilo_env(tmp_path, model)
+        kept = enable_kilo_memory(env, repo, fact)["root"]
+    manifest = json.loads((kept / "manifest.json").read_text())
+    assert manifest["canonical"] == str(repo)  # where Kilo records the project
+    assert fact in (kept / "project.md").read_text()
+    before = snapshot(kept)
+    where = {"HOME": env["HOME"], "XDG_DATA_HOME": env["XDG_DATA_HOME"]}
+    code, report, err = amux(memory_hub.home, "memory", "import", "kilo", "--apply", env=where)
+    assert code == 0, err
+    assert {note["path"]: note["action"] for note in report["notes"]} == {
+        "projects/github.com-acme-widgets/kilo-project.md": "created"}
+    assert {Path(skip["source"]).name for skip in report["skipped"]} == {
+        "environment.md", "corrections.md"}  # Kilo's empty templates
+    _, shown, _ = amux(memory_hub.home, "memory", "show",
+                       "projects/github.com-acme-widgets/kilo-project.md")
+    assert shown["content"].startswith("---\nname: kilo-project\n")
+    assert "metadata:\n  type: project\n" in shown["content"] and fact in shown["content"]
+    code, again, _ = amux(memory_hub.home, "memory", "import", "kilo", "--apply", env=where)
+    assert {note["action"] for note in again["notes"]} == {"same"}
+    assert snapshot(kept) == before  # the source untouched
