@@ -205,16 +205,20 @@ def export_dir(client: HubClient, directory: str, prefix: str | None) -> dict[st
     if prefix is not None:
         body["path_prefix"] = prefix
     listing = client.call("/v1/memory/list", body)
+    paths = [document["path"] for document in listing["documents"]]
+    while listing["truncated"] and listing["documents"]:  # the next page, after the last
+        listing = client.call("/v1/memory/list", {**body, "after": paths[-1]})
+        paths += [document["path"] for document in listing["documents"]]
     os.makedirs(target, mode=0o700, exist_ok=True)
     written: list[str] = []
     total = 0
-    for document in listing["documents"]:
-        whole = read_whole(client, document["path"])
+    for path in paths:
+        whole = read_whole(client, path)
         if whole is None:  # forgotten since the list
             continue
         data = whole[0].encode("utf-8")
-        _write_private(target, document["path"], data)
-        written.append(document["path"])
+        _write_private(target, path, data)
+        written.append(path)
         total += len(data)
     return {"dir": target, "documents": len(written), "bytes": total, "paths": written,
             "truncated": bool(listing["truncated"])}

@@ -16,7 +16,7 @@ Endpoints (all JSON bodies; `Authorization: Bearer <token>`; an optional
                              (`source`: an import's provenance, kept in history;
                              `dry_run`: every check, no write)
     POST /v1/memory/forget   {path, expected_revision}
-    POST /v1/memory/list     {path_prefix?, limit?, changed?}  -> {documents: [{path,
+    POST /v1/memory/list     {path_prefix?, limit?, changed?, after?}  -> {documents: [{path,
                              bytes, revision, modified_at, changed?: {at, operation,
                              principal, agent, session} | null}], truncated}  (for people;
                              `changed: true` adds who made each current content)
@@ -296,7 +296,7 @@ class HubApi:
 
     def _list(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
         return self.store.list(scope, body.get("path_prefix"), body.get("limit"),
-                               body.get("changed", False))
+                               body.get("changed", False), body.get("after"))
 
     def _doctor(self, scope: Scope, body: dict[str, Any], author: Author) -> Any:
         return self.store.doctor(scope)
@@ -591,7 +591,7 @@ MEMORY_OPERATIONS: dict[str, MemoryOperation] = {
                               frozenset({"source", "dry_run"}), HubApi._upsert),
     "forget": MemoryOperation(frozenset({"path", "expected_revision"}), frozenset(),
                               HubApi._forget),
-    "list": MemoryOperation(frozenset(), frozenset({"path_prefix", "limit", "changed"}),
+    "list": MemoryOperation(frozenset(), frozenset({"path_prefix", "limit", "changed", "after"}),
                             HubApi._list),
     "doctor": MemoryOperation(frozenset(), frozenset(), HubApi._doctor),
     "log": MemoryOperation(frozenset(), frozenset({"path", "since", "limit", "before", "session"}),

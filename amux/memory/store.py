@@ -179,17 +179,20 @@ class Store:
         return read.page(logical.text, data, st.st_mtime, self.wall_clock(), start, end, off)
 
     def list(self, scope: Scope, path_prefix: object = None, limit: object = None,
-             changed: object = False) -> dict[str, Any]:
+             changed: object = False, after: object = None) -> dict[str, Any]:
         """Documents under a prefix in path order, for people (`amux memory list`).
 
         Bounded by `limit` (default 100, at most 1,000) and by the search walk's
         directory-entry budget; `truncated` says more documents exist. Asked for
         (`changed`: a page or table for people; reads for agents never consult history),
         each document's `changed` is the change in history that made its current content
-        (None: history has none, as for a hand edit it has not seen yet).
+        (None: history has none, as for a hand edit it has not seen yet). `after` (a path,
+        the last of a previous page) lists what comes after it in path order: the next page.
         """
         if not isinstance(changed, bool):
             raise InvalidArgument("changed must be true or false")
+        if after is not None and (not isinstance(after, str) or not after):
+            raise InvalidArgument("after must be a document path, the last of a previous page")
         prefix = _prefix(path_prefix)
         count = check_limit(limit, LIST_DEFAULT_LIMIT, LIST_MAX_LIMIT)
         label = "/".join(prefix)
@@ -204,7 +207,7 @@ class Store:
                 if base is None:
                     return {"documents": [], "truncated": False}
                 walk = fs.TreeWalk(base, label + "/" if prefix else "", SCAN_MAX_DIR_ENTRIES)
-                listing = _listing(walk, count)
+                listing = _listing(walk, count, None if after is None else after.encode())
         found = listing["documents"]
         if not changed:
             return listing
@@ -540,10 +543,14 @@ def _tidy(root_fd: int) -> fs.Tidied:
     return tidied
 
 
-def _listing(walk: fs.TreeWalk, count: int) -> dict[str, Any]:
+def _listing(walk: fs.TreeWalk, count: int, after: bytes | None) -> dict[str, Any]:
+    """Up to `count` documents of `walk` (the bytewise order of full paths), those past
+    `after` only."""
     documents: list[dict[str, Any]] = []
     truncated = False
     for found in walk:
+        if after is not None and found.path.encode() <= after:
+            continue
         if len(documents) == count:
             truncated = True
             break

@@ -292,3 +292,18 @@ def test_import_twice_and_export_import_are_fixed_points(
         for path in exported["paths"]:  # byte for byte what was imported
             assert (Path(temp) / "out" / path).read_text() == \
                 (folder / path.removeprefix(into)).read_text()
+
+
+def test_export_of_a_scope_past_one_listing_page_writes_every_document(
+        memory_hub: HubProcess, tmp_path: Path) -> None:
+    """A scope may hold 1,024 documents and one `list` answers 1,000: export pages on."""
+    for number in range(1010):
+        status, _ = memory_hub.call("/v1/memory/upsert", {
+            "path": f"n/{number:04d}.md", "content": f"note {number}\n",
+            "expected_revision": "absent"})
+        assert status == 200
+    out_dir = tmp_path / "export"
+    code, exported, err = amux(memory_hub.home, "memory", "export", "--dir", str(out_dir))
+    assert code == 0, err
+    assert exported["documents"] == 1010 and exported["truncated"] is False
+    assert len(list((out_dir / "n").iterdir())) == 1010

@@ -175,6 +175,12 @@ def test_list_is_bounded_and_ordered(store: Store, scope: Scope) -> None:
     assert first["modified_at"].endswith("Z")
     two = store.list(scope, limit=2)
     assert len(two["documents"]) == 2 and two["truncated"] is True
+    rest = store.list(scope, limit=2, after=two["documents"][-1]["path"])  # the next page
+    assert [d["path"] for d in rest["documents"]] == ["b.md", "c/d/e.md"]
+    assert store.list(scope, after="a.md")["documents"][0]["path"] == "a/x.md"  # gone: still
+    for bad in ("", 5):  # the place it held
+        with pytest.raises(InvalidArgument):
+            store.list(scope, after=bad)
     assert [d["path"] for d in store.list(scope, "c")["documents"]] == ["c/d/e.md"]
     assert store.list(scope, "b.md")["documents"] == []  # a document is not a folder
     assert store.list(scope, "missing")["documents"] == []
