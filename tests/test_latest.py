@@ -86,3 +86,16 @@ def test_help_explains_itself_and_an_unknown_agent_is_refused() -> None:
     refused = subprocess.run([sys.executable, "-m", "fixtures.latest", "--agents", "nope"],
                              cwd=ROOT, capture_output=True, text=True, timeout=60, check=False)
     assert refused.returncode == 2 and "no adapter for nope; known: claude" in refused.stderr
+
+
+def test_npm_says_what_went_wrong_not_where_its_log_is() -> None:
+    said = ("npm error code E404\nnpm error 404 Not Found - GET https://registry.npmjs.org/"
+            "@kilocode%2fcli-linux-x64 - Not found\nnpm error A complete log of this run can "
+            "be found in: /root/.npm/_logs/x.log\n")
+    assert latest.npm_error(said) == ("code E404; 404 Not Found - GET https://registry.npmjs.org"
+                                      "/@kilocode%2fcli-linux-x64 - Not found")
+    postinstall = ("npm error code 1\nnpm error command sh -c node ./postinstall.mjs\n"
+                   "npm error npm error notarget No matching version found for "
+                   "@kilocode/cli-linux-x64@7.8.1.\n")
+    assert latest.npm_error(postinstall) == ("notarget No matching version found for "
+                                             "@kilocode/cli-linux-x64@7.8.1.")
