@@ -7,7 +7,8 @@ Where the agent's own code can be run, it places the store: Qwen Code's
 test's HOME. Claude Code and Codex are native binaries: their layouts follow what the
 binaries say (docs/sync.md "Where each agent keeps its memory"): Claude's
 `projects/<path with every non-alphanumeric character as '-'>/memory/` and its
-`name`/`description`/`metadata.type` template; Codex's `memories/` files.
+`name`/`description`/`metadata.type` template; Codex's `memories/` files. Kilo Memory is
+written by the real Kilo's own server (`enable_kilo_memory`, as its user switches it on).
 """
 
 from __future__ import annotations
@@ -16,10 +17,16 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
+import time
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from tests.peers import npm_bin
 
 NPM = Path(__file__).resolve().parents[1] / "fixtures" / "npm" / "node_modules"
 QWEN_PATHS = NPM / "@qwen-code" / "qwen-code" / "chunks" / "chunk-OJSU46VD.js"
@@ -138,3 +145,45 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int, int]]:
         data = path.read_bytes() if path.is_file() and not path.is_symlink() else b""
         found[str(path.relative_to(root))] = (data, info.st_mode, info.st_mtime_ns)
     return found
+
+
+# -- Kilo Memory, as its user switches it on ---------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def post(url: str, body: dict[str, Any] | None = None) -> Any:
+    request = urllib.request.Request(url, method="POST", data=json.dumps(body or {}).encode(),
+                                     headers={"content-type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
+def enable_kilo_memory(env: dict[str, str], work: Path, fact: str) -> dict[str, Any]:
+    """What the user does to have Kilo Memory: `kilo serve` (on a free port, killed after),
+    `POST /memory/enable` for the project, and one fact remembered. Its state file."""
+    port = free_port()
+    server = subprocess.Popen([str(npm_bin("kilo")), "serve", "--port", str(port)], env=env,
+                              cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                enabled = post(f"{url}/memory/enable?directory={work}")
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "kilo serve did not answer"
+                time.sleep(0.2)
+        post(f"{url}/memory/remember?directory={work}", {"text": fact})
+    finally:
+        os.killpg(server.pid, 9)
+        server.wait(10)
+    state = Path(enabled["root"]) / "state.json"
+    assert json.loads(state.read_text())["enabled"] is True
+    return {"state": state, "root": Path(enabled["root"])}

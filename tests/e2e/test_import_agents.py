@@ -12,7 +12,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.agentstores import git_repo, snapshot
+from tests.agentstores import enable_kilo_memory, git_repo, snapshot
 from tests.hubproc import HubProcess, amux
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
 from tests.mockmodel.agents import (
@@ -165,8 +165,6 @@ def test_a_store_kilo_wrote_itself(memory_hub: HubProcess, tmp_path: Path) -> No
     and a fact remembered (the real Kilo 7.7.7 writes the folder); amux imports the fact's
     file under the project's remote, skips Kilo's empty templates, and a second apply
     writes nothing."""
-    from tests.e2e.test_kilo import enable_kilo_memory
-
     repo = git_repo(tmp_path / "work" / "widgets", "git@github.com:acme/widgets.git")
     fact = "The build uses make; run `make test` before pushing."
     with MockModel([Text("unused")]) as model:

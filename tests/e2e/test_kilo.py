@@ -16,17 +16,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
+from tests.agentstores import enable_kilo_memory
 from tests.e2e.story import (
     USER_MCP,
     amux_run,
@@ -52,45 +50,6 @@ SEARCH = ToolCall("amux_memory_search", {"query": "tabs"})
 AMUX_TOOLS = [f"amux_{tool['name']}" for tool in TOOLS]
 KILO_MEMORY_TOOLS = {"kilo_memory_save", "kilo_memory_recall"}
 TOKEN = re.compile(r"amux_[A-Za-z0-9_-]{43}")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def post(url: str, body: dict[str, Any] | None = None) -> Any:
-    request = urllib.request.Request(url, method="POST", data=json.dumps(body or {}).encode(),
-                                     headers={"content-type": "application/json"})
-    with urllib.request.urlopen(request, timeout=30) as answer:
-        return json.loads(answer.read())
-
-
-def enable_kilo_memory(env: dict[str, str], work: Path, fact: str) -> dict[str, Any]:
-    """What the user does to have Kilo Memory: `kilo serve` (on a free port, killed after),
-    `POST /memory/enable` for the project, and one fact remembered. Its state file."""
-    port = free_port()
-    server = subprocess.Popen([str(npm_bin("kilo")), "serve", "--port", str(port)], env=env,
-                              cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                enabled = post(f"{url}/memory/enable?directory={work}")
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "kilo serve did not answer"
-                time.sleep(0.2)
-        post(f"{url}/memory/remember?directory={work}", {"text": fact})
-    finally:
-        os.killpg(server.pid, 9)
-        server.wait(10)
-    state = Path(enabled["root"]) / "state.json"
-    assert json.loads(state.read_text())["enabled"] is True
-    return {"state": state, "root": Path(enabled["root"])}
 
 
 def user_setup(root: Path, model: MockModel) -> tuple[dict[str, str], Path]:
