@@ -153,6 +153,11 @@ def opencode_is_side(request: Recorded) -> bool:
     return default_is_side(request) or (request.api == "chat" and not request.tools)
 
 
+def chat_tools(request: Recorded) -> dict[str, Any]:
+    """A Chat Completions request's tools (`function`s) by name."""
+    return {str(tool["function"]["name"]): tool["function"] for tool in request.tools}
+
+
 def opencode_system_text(request: Recorded) -> str:
     """OpenCode's one system message (Chat Completions `messages[0]`)."""
     first = request.body["messages"][0]

@@ -39,6 +39,7 @@ from tests.e2e.story import (
     USER_MCP,
     amux_run,
     bounded,
+    chat_tools,
     check_store_story,
     revision,
     sessions,
@@ -124,10 +125,6 @@ def rules(request: Recorded) -> str:
     """The `# Rules` section Cline ends its system message with."""
     text = system(request)
     return text[text.index("\n# Rules\n"):]
-
-
-def tools(request: Recorded) -> dict[str, Any]:
-    return {str(tool["function"]["name"]): tool["function"] for tool in request.tools}
 
 
 def story() -> list[list[Step]]:
@@ -216,7 +213,7 @@ def test_cline_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
         assert rule in section
     assert f"## amux-memory-protocol\n{protocol.strip()}" in section
     assert system(opening).count(protocol.strip()) == 1
-    sent = tools(opening)
+    sent = chat_tools(opening)
     for tool in TOOLS:
         assert sent[f"amux__{tool['name']}"]["parameters"]["properties"] == \
             tool["inputSchema"]["properties"]
@@ -265,8 +262,8 @@ def test_cline_has_no_memory_of_its_own_to_turn_off(memory_hub: HubProcess,
     protocol_rule = f"## amux-memory-protocol\n{render('mcp').strip()}\n\n"
     assert system(ours).replace(protocol_rule, "") == system(alone).replace(
         str(tmp_path / "control"), str(tmp_path / "amux"))
-    assert set(tools(ours)) - set(tools(alone)) == AMUX_TOOLS
-    assert not [name for name in tools(alone) if "memory" in name]
+    assert set(chat_tools(ours)) - set(chat_tools(alone)) == AMUX_TOOLS
+    assert not [name for name in chat_tools(alone) if "memory" in name]
     assert MEMORY_BANK in rules(alone) and MEMORY_BANK in rules(ours)
 
 
@@ -282,7 +279,8 @@ def test_cline_without_memory_and_with_the_hub_down(hub: HubProcess, tmp_path: P
     assert "memory.enabled = false" in off.stderr and "hub_unreachable" in down.stderr
     assert "Off." in off.stdout and "Down." in down.stdout
     for request in model.main():
-        assert not AMUX_TOOLS & set(tools(request)) and "mine__user_ping" in tools(request)
+        sent = chat_tools(request)
+        assert not AMUX_TOOLS & set(sent) and "mine__user_ping" in sent
         assert "amux memory protocol" not in system(request)
         assert USER_GLOBAL in rules(request) and MEMORY_BANK in rules(request)
     assert all(state["agent_session"] for state in sessions(hub))
@@ -305,7 +303,7 @@ def test_cline_reaches_an_endpoint_with_a_key_it_never_holds(memory_hub: HubProc
     for request in (first, second):
         assert request.headers["authorization"] == f"Bearer {secret}"
         assert request.body["model"] == "served-model"
-    assert set(tools(first)) >= AMUX_TOOLS
+    assert set(chat_tools(first)) >= AMUX_TOOLS
     result(model, "memory_search")
     [state] = sessions(memory_hub)
     assert state["agent_session"] and secret not in json.dumps(state)

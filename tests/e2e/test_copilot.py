@@ -18,12 +18,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 from amux.adapters.copilot import INSTRUCTIONS_FILE
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
-from tests.e2e.story import USER_MCP, amux_run, sessions
+from tests.e2e.story import USER_MCP, amux_run, chat_tools, sessions
 from tests.hubproc import HubProcess
 from tests.isolation.world import World, user_a
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
@@ -66,10 +65,6 @@ def system_text(request: Recorded) -> str:
     return str(first["content"])
 
 
-def tools(request: Recorded) -> dict[str, Any]:
-    return {str(tool["function"]["name"]): tool["function"] for tool in request.tools}
-
-
 def test_copilot_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
                                                         tmp_path: Path,
                                                         package_cache: Path) -> None:
@@ -106,16 +101,16 @@ def test_copilot_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
     assert system.count(protocol) == 1  # (Copilot's closing sections follow, as always)
     protocol_file = memory_hub.home / "sessions" / first["id"] / INSTRUCTIONS_FILE
     assert protocol_file.read_text() == protocol
-    sent = tools(opening)
+    sent = chat_tools(opening)
     for tool in TOOLS:  # (Copilot moves a number's bounds into its description)
         given = sent[f"amux-{tool['name']}"]["parameters"]["properties"]
         assert {name: value.get("type") for name, value in given.items()} == {
             name: value.get("type") for name, value in tool["inputSchema"]["properties"].items()}
     assert {"mine-user_lookup", "mine-user_ping", "bash", "session_store_sql"} <= set(sent)
-    assert not NATIVE & set(sent) and not NATIVE & set(tools(plain))  # (none offline)
+    assert not NATIVE & set(sent) and not NATIVE & set(chat_tools(plain))  # (none offline)
     # Against the control: the amux tools added, the user's `glob` excluded, nothing else.
-    assert set(sent) == (set(tools(plain)) | AMUX_TOOLS) - {"glob"}
-    assert AMUX_TOOLS.isdisjoint(tools(plain)) and "amux memory protocol" not in \
+    assert set(sent) == (set(chat_tools(plain)) | AMUX_TOOLS) - {"glob"}
+    assert AMUX_TOOLS.isdisjoint(chat_tools(plain)) and "amux memory protocol" not in \
         system_text(plain)
     # The launch said what it cannot promise about Copilot's own memory, once.
     assert "store_memory" in saved_run.stderr and "store_memory" not in resumed.stderr
@@ -190,7 +185,7 @@ def test_copilot_without_memory_and_with_the_hub_down(hub: HubProcess, tmp_path:
     assert control.stdout.strip() == "Control."
     *launched, plain = model.main()
     for request in launched:
-        assert set(tools(request)) == set(tools(plain))
+        assert set(chat_tools(request)) == set(chat_tools(plain))
         assert "amux memory protocol" not in system_text(request)
         assert USER_RULE in system_text(request)  # the user's own set-up still applies
     # Without memory the chosen sessions are still kept, so they can be resumed.
@@ -217,7 +212,7 @@ def test_copilot_reaches_an_endpoint_with_a_key(memory_hub: HubProcess, tmp_path
     [request] = model.main()
     assert request.headers["authorization"] == f"Bearer {secret}"
     assert request.body["model"] == "served-model"
-    assert set(tools(request)) >= AMUX_TOOLS
+    assert set(chat_tools(request)) >= AMUX_TOOLS
     [state] = sessions(memory_hub.home)
     assert state["agent_session"] and secret not in json.dumps(state)
 

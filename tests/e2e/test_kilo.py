@@ -29,13 +29,14 @@ from tests.e2e.story import (
     USER_MCP,
     amux_run,
     bounded,
+    chat_tools,
     opencode_is_side,
     opencode_system_text,
     sessions,
 )
 from tests.hubproc import HubProcess
 from tests.isolation.world import World, user_a
-from tests.mockmodel import MockModel, Recorded, Text, ToolCall
+from tests.mockmodel import MockModel, Text, ToolCall
 from tests.mockmodel.agents import kilo_env, opencode_provider
 from tests.peers import npm_bin
 
@@ -65,10 +66,6 @@ def user_setup(root: Path, model: MockModel) -> tuple[dict[str, str], Path]:
     work.mkdir()
     (work / "AGENTS.md").write_text(PROJECT_RULE + "\n")
     return kilo_env(root, model, {"instructions": [str(rules)]}), work
-
-
-def tools(request: Recorded) -> dict[str, Any]:
-    return {str(tool["function"]["name"]): tool["function"] for tool in request.tools}
 
 
 def snapshot(*roots: Path) -> dict[str, bytes]:
@@ -104,11 +101,11 @@ def test_kilo_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
     plain, *main = model.main()
     # (2) The control: Kilo Memory's tools and its fact; amux's launches: neither, and no
     # capture (Kilo's consolidation request, sent after a turn that asks to remember).
-    assert set(tools(plain)) >= KILO_MEMORY_TOOLS
+    assert set(chat_tools(plain)) >= KILO_MEMORY_TOOLS
     assert NATIVE_FACT in opencode_system_text(plain)
     assert "amux memory protocol" not in opencode_system_text(plain)
     for request in main:
-        assert not KILO_MEMORY_TOOLS & set(tools(request))
+        assert not KILO_MEMORY_TOOLS & set(chat_tools(request))
         assert NATIVE_FACT not in json.dumps(request.body)
         assert "Kilo memory blocks" not in opencode_system_text(request)
     assert not [r for r in model.side() if "memory" in opencode_system_text(r).lower()]
@@ -125,7 +122,7 @@ def test_kilo_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
     assert system.index(PROJECT_RULE) < system.index(USER_RULE) < system.index(protocol)
     protocol_file = memory_hub.home / "sessions" / first["id"] / "kilo-instructions.md"
     assert f"Instructions from: {protocol_file}\n{protocol}" in system
-    sent = tools(opening)
+    sent = chat_tools(opening)
     for tool in TOOLS:
         assert sent[f"amux_{tool['name']}"]["parameters"]["properties"] == \
             tool["inputSchema"]["properties"]
@@ -169,10 +166,10 @@ def test_kilo_without_memory_and_with_the_hub_down(hub: HubProcess, tmp_path: Pa
     assert "hub_unreachable" in down.stderr
     assert off.stdout.strip() == "Off." and down.stdout.strip() == "Down."
     for request in model.main():
-        assert not set(AMUX_TOOLS) & set(tools(request))
+        assert not set(AMUX_TOOLS) & set(chat_tools(request))
         assert "amux memory protocol" not in opencode_system_text(request)
         assert USER_RULE in opencode_system_text(request)  # the user's own config applies
-        assert set(tools(request)) >= KILO_MEMORY_TOOLS  # and their own Kilo Memory
+        assert set(chat_tools(request)) >= KILO_MEMORY_TOOLS  # and their own Kilo Memory
     assert all(state["agent_session"] for state in sessions(hub.home))
 
 

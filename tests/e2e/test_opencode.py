@@ -16,20 +16,20 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
 
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
 from tests.e2e.story import (
     USER_MCP,
     amux_run,
+    chat_tools,
     opencode_is_side,
     opencode_system_text,
     sessions,
 )
 from tests.hubproc import HubProcess
 from tests.isolation.world import World, user_a
-from tests.mockmodel import MockModel, Recorded, Text, ToolCall
+from tests.mockmodel import MockModel, Text, ToolCall
 from tests.mockmodel.agents import opencode_env, opencode_provider
 from tests.peers import npm_bin
 
@@ -58,10 +58,6 @@ def user_setup(root: Path, model: MockModel) -> tuple[dict[str, str], Path]:
     return opencode_env(root, model, {"instructions": [str(rules)]}), work
 
 
-def tools(request: Recorded) -> dict[str, Any]:
-    return {str(tool["function"]["name"]): tool["function"] for tool in request.tools}
-
-
 def test_opencode_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
                                                          tmp_path: Path) -> None:
     """(1) the protocol follows the user's AGENTS.md and their own config's instruction
@@ -87,7 +83,7 @@ def test_opencode_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
     assert system.index(PROJECT_RULE) < system.index(USER_RULE) < system.index(protocol)
     protocol_file = memory_hub.home / "sessions" / first["id"] / "opencode-instructions.md"
     assert f"Instructions from: {protocol_file}\n{protocol}" in system
-    sent = tools(opening)
+    sent = chat_tools(opening)
     for tool in TOOLS:
         assert sent[f"amux_{tool['name']}"]["parameters"]["properties"] == \
             tool["inputSchema"]["properties"]
@@ -132,7 +128,7 @@ def test_opencode_without_memory_and_with_the_hub_down(hub: HubProcess,
     assert "hub_unreachable" in down.stderr
     assert off.stdout.strip() == "Off." and down.stdout.strip() == "Down."
     for request in model.main():
-        assert not set(AMUX_TOOLS) & set(tools(request))
+        assert not set(AMUX_TOOLS) & set(chat_tools(request))
         assert "amux memory protocol" not in opencode_system_text(request)
         assert USER_RULE in opencode_system_text(request)  # the user's own config still applies
     # Without memory the session is still learnt (the plugin), so it can be resumed.

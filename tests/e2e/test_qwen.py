@@ -21,7 +21,7 @@ from typing import Any
 
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
-from tests.e2e.story import USER_MCP, amux_run, bounded, sessions
+from tests.e2e.story import USER_MCP, amux_run, bounded, chat_tools, sessions
 from tests.hubproc import HubProcess
 from tests.isolation.world import World, user_a
 from tests.mockmodel import MockModel, Recorded, Text, ToolCall
@@ -64,10 +64,6 @@ def system(request: Recorded) -> str:
     return text
 
 
-def tools(request: Recorded) -> dict[str, Any]:
-    return {str(tool["function"]["name"]): tool["function"] for tool in request.tools}
-
-
 def memory_files(home: Path) -> list[Path]:
     """What Qwen's managed auto-memory keeps: `~/.qwen/memories/` and the project memory
     under `~/.qwen/projects/*/memory/`."""
@@ -104,7 +100,7 @@ def test_qwen_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
     assert text.endswith(f"{USER_APPEND}\n\n{protocol.rstrip()}")  # (Qwen trims it)
     assert text.index(USER_GLOBAL) < text.index(PROJECT_RULE) < text.index(USER_APPEND)
     assert text.count(protocol.rstrip()) == 1 and AUTO_MEMORY not in text
-    sent = tools(opening)
+    sent = chat_tools(opening)
     for tool in TOOLS:
         assert sent[f"mcp__amux__{tool['name']}"]["parameters"]["properties"] == \
             tool["inputSchema"]["properties"]
@@ -221,7 +217,7 @@ def test_qwen_without_memory_and_with_the_hub_down(hub: HubProcess, tmp_path: Pa
     assert off.stdout.strip() == "Off." and down.stdout.strip() == "Down."
     first, second = model.main()
     for request in (first, second):
-        assert not AMUX_TOOLS & set(tools(request))
+        assert not AMUX_TOOLS & set(chat_tools(request))
         assert "amux memory protocol" not in system(request)
         assert AUTO_MEMORY in system(request) and USER_GLOBAL in system(request)
     text = system(first)  # theirs passed on as given, Qwen's auto-memory section after it
@@ -246,7 +242,7 @@ def test_qwen_reaches_an_endpoint_with_a_key_it_never_holds(memory_hub: HubProce
     for request in (first, second):
         assert request.headers["authorization"] == f"Bearer {secret}"
         assert request.body["model"] == "served-model"
-    assert set(tools(first)) >= AMUX_TOOLS
+    assert set(chat_tools(first)) >= AMUX_TOOLS
     [found] = model.tool_results("mcp__amux__memory_search")
     assert not found.is_error
     [state] = sessions(memory_hub)
