@@ -165,6 +165,50 @@ def opencode_system_text(request: Recorded) -> str:
     return str(first["content"])
 
 
+def check_opencode_family_story(hub: HubProcess, model: MockModel, main: list[Recorded],
+                                first: dict[str, Any], second: dict[str, Any],
+                                resumed: subprocess.CompletedProcess[str], *, greeting: str,
+                                instructions: str, rules: tuple[str, str], saved: str,
+                                ) -> Recorded:
+    """What OpenCode and its fork Kilo show after save, search and resume launches (`main`:
+    their requests, the resume's last): the agent's prompt (`greeting`), then the user's
+    project and user rules (`rules`), then the protocol from the session's `instructions`
+    file; the five tools with their schemas beside the user's server; the fact `saved` at
+    PATH and found; each session's own id learnt and the resume continuing the first with
+    its system message. The resume's request."""
+    from amux.client.tools import TOOLS
+    from amux.protocol.render import render
+
+    opening = main[0]
+    system = opencode_system_text(opening)
+    protocol = render("mcp")
+    assert system.startswith(greeting)
+    assert system.index(rules[0]) < system.index(rules[1]) < system.index(protocol)
+    protocol_file = hub.home / "sessions" / first["id"] / instructions
+    assert f"Instructions from: {protocol_file}\n{protocol}" in system
+    sent = chat_tools(opening)
+    for tool in TOOLS:
+        assert sent[f"amux_{tool['name']}"]["parameters"]["properties"] == \
+            tool["inputSchema"]["properties"]
+    assert {"mine_user_lookup", "mine_user_ping", "bash"} <= set(sent)
+    [upserted] = model.tool_results("amux_memory_upsert")
+    assert not upserted.is_error and json.loads(upserted.text)["created"] is True, upserted.text
+    status, stored = hub.call("/v1/memory/get", {"path": PATH})
+    assert status == 200 and stored["content"] == saved
+    [found] = model.tool_results("amux_memory_search")
+    assert not found.is_error and PATH in found.text
+    assert first["agent_session"].startswith("ses_") and second["agent_session"]
+    assert first["agent_session"] != second["agent_session"]
+    assert opening.headers["x-session-id"] == first["agent_session"]
+    again = main[-1]
+    assert again.headers["x-session-id"] == first["agent_session"]
+    assert again.body["messages"][0] == opening.body["messages"][0]
+    assert "Remember: I indent with tabs." in json.dumps(again.body["messages"])
+    events = [json.loads(line) for line in resumed.stdout.splitlines() if line.startswith("{")]
+    assert {event["sessionID"] for event in events} == {first["agent_session"]}
+    return again
+
+
 def gemini_declared(request: Any) -> dict[str, Any]:
     """The request's function declarations by name."""
     return {d["name"]: d for tool in request.tools for d in tool.get("functionDeclarations", [])}

@@ -23,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from amux.client.tools import TOOLS
-from amux.protocol.render import render
 from tests.agentstores import enable_kilo_memory
 from tests.e2e.story import (
     USER_MCP,
     amux_run,
     bounded,
     chat_tools,
+    check_opencode_family_story,
     opencode_is_side,
     opencode_system_text,
     sessions,
@@ -114,38 +114,13 @@ def test_kilo_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
     # Kilo's data directory was lent through a mirror, gone after each launch.
     assert not [p for state in (first, second)
                 for p in (memory_hub.home / "sessions" / state["id"]).glob("kilo-data*")]
-    opening = main[0]
-    system = opencode_system_text(opening)
-    protocol = render("mcp")
-    # (1) Kilo's own prompt first, then the user's, then the protocol file.
-    assert system.startswith("You are Kilo")
-    assert system.index(PROJECT_RULE) < system.index(USER_RULE) < system.index(protocol)
-    protocol_file = memory_hub.home / "sessions" / first["id"] / "kilo-instructions.md"
-    assert f"Instructions from: {protocol_file}\n{protocol}" in system
-    sent = chat_tools(opening)
-    for tool in TOOLS:
-        assert sent[f"amux_{tool['name']}"]["parameters"]["properties"] == \
-            tool["inputSchema"]["properties"]
-    assert {"mine_user_lookup", "mine_user_ping", "bash"} <= set(sent)
-    # (3) Saved despite the user's ask rule, found by the next session.
-    [saved] = model.tool_results("amux_memory_upsert")
-    assert not saved.is_error and json.loads(saved.text)["created"] is True, saved.text
-    status, stored = memory_hub.call("/v1/memory/get", {"path": PATH})
-    assert status == 200 and stored["content"] == FACT
-    [found] = model.tool_results("amux_memory_search")
-    assert not found.is_error and PATH in found.text
-    # (4) Each new session's Kilo id was learnt from the plugin's file, and the resume
-    # continued that one: same id, same system message, the history replayed.
-    assert first["agent_session"].startswith("ses_") and second["agent_session"]
-    assert first["agent_session"] != second["agent_session"]
-    assert opening.headers["x-session-id"] == first["agent_session"]
-    again = main[-1]
-    assert again.headers["x-session-id"] == first["agent_session"]
-    assert again.body["messages"][0] == opening.body["messages"][0]
-    assert "Remember: I indent with tabs." in json.dumps(again.body["messages"])
+    # (1) Kilo's own prompt, the user's, the protocol file; (3) saved despite the user's
+    # ask rule, found by the next session; (4) each session's Kilo id learnt from the
+    # plugin's file, the resume continuing the first.
+    again = check_opencode_family_story(
+        memory_hub, model, main, first, second, resumed, greeting="You are Kilo",
+        instructions="kilo-instructions.md", rules=(PROJECT_RULE, USER_RULE), saved=FACT)
     assert "Still there?" in json.dumps(again.body["messages"][-1])
-    events = [json.loads(line) for line in resumed.stdout.splitlines() if line.startswith("{")]
-    assert {event["sessionID"] for event in events} == {first["agent_session"]}
     # The user's own config, instruction and project files were not touched.
     assert snapshot(tmp_path / "home" / ".config", work, tmp_path / "user-rules.md") == before
 
