@@ -49,6 +49,7 @@ from amux.errors import (
     SecretDetected,
     SyncFailed,
 )
+from amux.memory import conflicts
 from amux.memory.history import BRANCH, History
 from amux.memory.revision import ABSENT, revision_of
 from amux.memory.scope import Scope
@@ -56,7 +57,6 @@ from amux.memory.store import Store
 from amux.memory.versions import Author
 
 REMOTE_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,31}")
-CONFLICT_MARK = ".sync-conflict-"
 GIT_TIMEOUT_SECONDS = 300.0
 _GIT_CONFIG = ("-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "core.fsmonitor=false",
                "-c", "core.hooksPath=/dev/null", "-c", "fetch.writeCommitGraph=false",
@@ -80,10 +80,6 @@ def shown_url(url: str) -> str:
     if parts.port:
         host += f":{parts.port}"
     return urllib.parse.urlunsplit(parts._replace(netloc=host))
-
-
-def conflict_path(path: str, revision: str) -> str:
-    return f"{path.removesuffix('.md')}{CONFLICT_MARK}{revision[:12]}.md"
 
 
 class Remotes:
@@ -364,7 +360,7 @@ def _plan(git: pygit2.Repository, local: pygit2.Oid | None, remote: pygit2.Oid |
                               "expected": expected, "operation": "merge"})
             else:
                 data = _blob(git, other)
-                copy = conflict_path(path, revision_of(data))
+                copy = conflicts.copy_path(path, revision_of(data))
                 if ours.get(copy) == other:
                     continue
                 steps.append({"kind": "conflicts", "path": copy, "data": data,

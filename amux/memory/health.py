@@ -32,7 +32,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 from amux.encoding import encoded_size
-from amux.memory import markdown, similarity
+from amux.memory import conflicts, markdown, similarity
 from amux.memory.documents import Collected, Document
 from amux.memory.frontmatter import front_matter
 from amux.memory.limits import (
@@ -70,8 +70,8 @@ SEVERITIES = ("error", "warning", "note")
 CATEGORIES = (
     "entry_size", "entry_missing", "entry_detail", "quota", "unreadable",
     "missing_description", "note_format", "duplicate_name", "near_duplicate", "broken_link",
-    "project_id", "missing_link", "relative_date", "stale", "permissions", "lookalike_name",
-    "sync_conflict",
+    "project_id", "missing_link", "unindexed", "relative_date", "stale", "permissions",
+    "lookalike_name", "sync_conflict",
 )
 """Every category, in report order (within one severity)."""
 
@@ -134,6 +134,7 @@ def diagnose(collected: Collected, binding: str, now: float) -> dict[str, Any]:
     _check_names(readable, parsed, findings)
     incomplete |= _check_near_duplicates(readable, findings)
     _check_links(documents, readable, parsed, findings)
+    _check_index(entry, documents, parsed, findings)
     _check_projects(documents, findings)
     _check_stale(documents, now, findings)
     _check_permissions(collected, findings)
@@ -410,6 +411,57 @@ def _check_links(documents: list[Document], readable: list[Document],
                              "forgotten; fix or remove the link")
 
 
+INDEX_FOLDER_AT = 4
+"""From this many documents of one folder without an index line, one finding names the
+folder (a line pointing to the folder indexes them all) instead of one per document."""
+
+
+def _check_index(entry: Document | None, documents: list[Document],
+                 parsed: dict[str, dict[str, str] | None], findings: _Findings) -> None:
+    """The note guide: MEMORY.md is the index, one line per topic. A document is indexed
+    when MEMORY.md links to it, names it (`[[name]]`, its path), or points to a folder
+    holding it (a topic area)."""
+    if entry is None or entry.text is None:
+        return  # entry_missing (or unreadable) says it
+    text = entry.text
+    wiki, targets = markdown.links(text)
+    named = {_key(name) for name in wiki}
+    linked = {posixpath.normpath(target) for target in targets}
+
+    seen: dict[str, bool] = {}
+
+    def mentioned(path: str) -> bool:  # as a path of its own, not inside a longer one
+        if path not in seen:
+            seen[path] = re.search(r"(?<![\w.-])" + re.escape(path) + r"(?![\w-]|\.\w)",
+                                   text) is not None
+        return seen[path]
+
+    unindexed: defaultdict[str, list[str]] = defaultdict(list)
+    for document in documents:
+        path = document.path
+        if document.is_entry or conflicts.original_of(path) is not None:
+            continue
+        stem = path[:-3].rsplit("/", 1)[-1]
+        name = (parsed.get(path) or {}).get("name")
+        folders = [path[:index + 1] for index, char in enumerate(path) if char == "/"]
+        if path in linked or mentioned(path) or any(mentioned(folder) for folder in folders) \
+                or _key(stem) in named or (name and _key(name) in named):
+            continue
+        unindexed[posixpath.dirname(path)].append(path)
+    for folder, paths in sorted(unindexed.items()):
+        if folder and len(paths) >= INDEX_FOLDER_AT:
+            findings.add("unindexed", "note", folder + "/",
+                         f"{len(paths)} documents here have no line in {ENTRY_NAME}, which every "
+                         f"session reads first: agents find them only by searching; add a line "
+                         f"pointing to the folder, `- [Topic]({folder}/) — hook`", paths)
+            continue
+        for path in paths:
+            findings.add("unindexed", "note", path,
+                         f"no line in {ENTRY_NAME} points here, and every session reads "
+                         f"{ENTRY_NAME} first: agents find it only by searching; add one line "
+                         f"`- [Title]({path}) — hook` (the note guide)")
+
+
 def _check_projects(documents: list[Document], findings: _Findings) -> None:
     folders: Counter[str] = Counter()
     for document in documents:
@@ -464,17 +516,11 @@ def _check_lookalikes(documents: list[Document], findings: _Findings) -> None:
                          paths[1:])
 
 
-SYNC_CONFLICT_MARK = ".sync-conflict-"
-"""`NAME.sync-conflict-<12 hex>.md`: a remote's text kept beside NAME.md by a sync whose
-two sides changed the same lines (amux.hub.sync)."""
-
-
 def _check_sync_conflicts(documents: list[Document], findings: _Findings) -> None:
     """Conflict copies a sync left: both texts are kept until a person or agent merges."""
     for document in documents:
-        stem, mark, rest = document.path.rpartition(SYNC_CONFLICT_MARK)
-        if mark and len(rest) == 15 and rest.endswith(".md"):
-            original = stem + ".md"
+        original = conflicts.original_of(document.path)
+        if original is not None:
             findings.add("sync_conflict", "warning", document.path,
                          f"a sync kept the remote's text of {original} here, both sides having "
                          f"changed the same lines: merge it into {original} with an ordinary "

@@ -17,6 +17,7 @@ from amux.client.read import read_pages
 from amux.client.transport import hub_client
 from amux.errors import Forbidden, InvalidArgument
 from amux.hub.api import check_fields
+from amux.memory import conflicts
 from amux.ui import render
 
 LOG_PAGE = 100
@@ -116,7 +117,12 @@ def _me(page: Page, body: dict[str, Any]) -> Any:
 
 def _list(page: Page, body: dict[str, Any]) -> Any:
     fields = {"limit": LIST_LIMIT, "changed": True} | _given(body, "path_prefix")
-    return page.memory(body.get("scope"), "list", fields)
+    listing = page.memory(body.get("scope"), "list", fields)
+    for document in listing["documents"]:
+        original = conflicts.original_of(document["path"])
+        if original is not None:
+            document["conflict_of"] = original  # a sync's conflict copy, marked in the tree
+    return listing
 
 
 def _read(page: Page, body: dict[str, Any]) -> Any:
@@ -125,8 +131,14 @@ def _read(page: Page, body: dict[str, Any]) -> Any:
     if not document["exists"]:
         return document
     changes = page.memory(scope, "log", {"path": path, "limit": 1})["changes"]
-    return (document | render.document(document["content"], path, scope or "")
-            | {"changed": changes[0] if changes else None})
+    answer = (document | render.document(document["content"], path, scope or "")
+              | {"changed": changes[0] if changes else None})
+    original = conflicts.original_of(path)
+    if original is not None:  # a sync's conflict copy: shown beside the text it differs from
+        kept = page.read(scope, original)
+        answer |= {"conflict_of": original, "original": {
+            key: kept[key] for key in ("exists", "revision", "content") if key in kept}}
+    return answer
 
 
 def _search(page: Page, body: dict[str, Any]) -> Any:

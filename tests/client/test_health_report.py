@@ -42,6 +42,7 @@ EXPECTED = {
     ("quota", "reference/large.md"),
     ("note_format", "feedback/review.md"),
     ("relative_date", "notes/moved.md"),
+    ("unindexed", "preferences/editor.md"),
 }
 CLEAN = ("preferences/style.md", "preferences/commit-messages.md",
          "projects/github.com-acme-widget/decisions.md",
@@ -85,7 +86,7 @@ def test_every_planted_case_in_its_category_and_nothing_else(memory_hub: HubProc
     assert out["counts"] == {category: sum(1 for c, _p in EXPECTED if c == category)
                              for category in {c for c, _p in EXPECTED}}
     assert out["truncated"] is False and out["incomplete"] is False
-    assert (out["scope"], out["documents"]) == ("global", 18)
+    assert (out["scope"], out["documents"]) == ("global", 19)
     by_key = {(finding["category"], finding["path"]): finding for finding in out["findings"]}
     assert by_key[("entry_size", "MEMORY.md")]["severity"] == "error"
     assert by_key[("missing_link", "reference/tools.md")]["severity"] == "note"
@@ -111,7 +112,7 @@ def test_every_planted_case_in_its_category_and_nothing_else(memory_hub: HubProc
                           "path_bytes", "segment_bytes", "history_bytes"}
     assert 0 <= quota["history_bytes"]["used"] < quota["history_bytes"]["limit"]
     assert quota["document_bytes"]["path"] == "reference/large.md"
-    assert quota["scope_documents"]["used"] == 18
+    assert quota["scope_documents"]["used"] == 19
     assert snapshot(scope) == before  # read-only: not a byte or a timestamp changed
 
 
@@ -152,10 +153,10 @@ def test_readable_report_and_pretty(memory_hub: HubProcess) -> None:
     plant(memory_hub)
     code, text, err = amux(memory_hub.home, "memory", "doctor")
     assert code == 0, err
-    assert isinstance(text, str) and text.startswith("amux memory doctor: scope global: 18 ")
+    assert isinstance(text, str) and text.startswith("amux memory doctor: scope global: 19 ")
     for category, path in EXPECTED:
         assert f"\n{category} (" in text and f" {path}\n" in text
-    assert "Findings: 14 (1 error, 10 warnings, 3 notes)" in text
+    assert "Findings: 15 (1 error, 10 warnings, 4 notes)" in text
     assert "Quota headroom" in text and "document_bytes" in text
     code, pretty, err = amux(memory_hub.home, "memory", "--pretty", "doctor")
     assert code == 0, err

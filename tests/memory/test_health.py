@@ -36,8 +36,15 @@ def run(root: Path) -> dict[str, Any]:
         return store.doctor(GLOBAL)
 
 
-def found(result: dict[str, Any]) -> set[tuple[str, str | None]]:
-    return {(finding["category"], finding["path"]) for finding in result["findings"]}
+def found(result: dict[str, Any], index: bool = False) -> set[tuple[str, str | None]]:
+    """(category, path) of each finding; `unindexed` only when asked (its own tests):
+    most cases here have no MEMORY.md line for their documents."""
+    return {(finding["category"], finding["path"]) for finding in result["findings"]
+            if index or finding["category"] != "unindexed"}
+
+
+def without_index(result: dict[str, Any]) -> list[dict[str, Any]]:
+    return [finding for finding in result["findings"] if finding["category"] != "unindexed"]
 
 
 def topic(name: str, body: str) -> str:
@@ -109,7 +116,7 @@ def test_near_duplicates_one_finding_per_later_document(tmp_path: Path) -> None:
     })
     result = run(tmp_path)
     assert found(result) == {("near_duplicate", "b.md"), ("near_duplicate", "c.md")}
-    related = {f["path"]: (f["related"], f["message"]) for f in result["findings"]}
+    related = {f["path"]: (f["related"], f["message"]) for f in without_index(result)}
     assert related["b.md"][0] == ["a.md"]
     assert related["c.md"][0] == ["a.md"] and related["c.md"][1].startswith("100%")
 
@@ -145,6 +152,52 @@ def test_links_in_a_longer_fence_are_code(tmp_path: Path) -> None:
     write(tmp_path, {"MEMORY.md": "- p\n", "a.md": topic("a", "````md\n```\n[[inside]]\n"
                                                                "[b](gone.md)\n```\n````\n")})
     assert found(run(tmp_path)) == set()
+
+
+# -- the index (MEMORY.md: one line per topic, the note guide) -------------------------------
+
+
+def test_a_document_no_line_of_the_index_reaches_is_a_note(tmp_path: Path) -> None:
+    write(tmp_path, {
+        "MEMORY.md": "- [Deploys](projects/github.com-acme-shop/deploy.md) — canary first\n"
+                     "- Style: [[style]]; tools under `reference/` and ./user/editor.md.\n",
+        "projects/github.com-acme-shop/deploy.md": topic("deploy", "canary first\n"),
+        "preferences/code.md": topic("style", "small functions\n"),  # by its name
+        "reference/ci.md": topic("ci", "CI runs on push\n"),  # its folder
+        "reference/deep/more.md": topic("more", "deeper still\n"),
+        "user/editor.md": topic("editor", "helix\n"),
+        "user/editor.md.bak.md": topic("editor-bak", "not the same path\n"),
+        "lonely.md": topic("lonely", "nothing points here\n"),
+        "projects/github.com-acme-shop/ci.md": topic("shop-ci", "not the shop's deploy\n"),
+        "projects/github.com-acme-shop/deploy.sync-conflict-0123456789ab.md":
+            topic("deploy", "the other side\n"),  # sync_conflict says it, not the index
+    })
+    result = run(tmp_path)
+    unindexed = {f["path"]: f for f in result["findings"] if f["category"] == "unindexed"}
+    assert set(unindexed) == {"lonely.md", "user/editor.md.bak.md",
+                              "projects/github.com-acme-shop/ci.md"}
+    assert all(f["severity"] == "note" for f in unindexed.values())
+    assert "`- [Title](lonely.md) — hook`" in unindexed["lonely.md"]["message"]
+
+
+def test_many_unindexed_documents_of_a_folder_are_one_finding(tmp_path: Path) -> None:
+    notes = {f"notes/n{i}.md": topic(f"n{i}", f"fact {i}\n") for i in range(health.INDEX_FOLDER_AT)}
+    write(tmp_path, {"MEMORY.md": "- [One](notes/n0.md) — the first\n", **notes,
+                     **{f"more/m{i}.md": topic(f"m{i}", f"m {i}\n") for i in range(5)}})
+    result = run(tmp_path)
+    unindexed = [f for f in result["findings"] if f["category"] == "unindexed"]
+    # notes/ has INDEX_FOLDER_AT - 1 without a line: one each; more/ has 5: one for all
+    assert [f["path"] for f in unindexed] == ["more/"] + [
+        f"notes/n{i}.md" for i in range(1, health.INDEX_FOLDER_AT)]
+    assert unindexed[0]["related"] == [f"more/m{i}.md" for i in range(5)]
+    assert "`- [Topic](more/) — hook`" in unindexed[0]["message"]
+    write(tmp_path, {"MEMORY.md": "- [More](more/) — m; [notes](notes/)\n"})
+    assert found(run(tmp_path), index=True) == set()
+
+
+def test_without_an_index_only_entry_missing_says_so(tmp_path: Path) -> None:
+    write(tmp_path, {"a.md": topic("a", "alpha\n"), "b/c.md": topic("c", "gamma\n")})
+    assert found(run(tmp_path), index=True) == {("entry_missing", "MEMORY.md")}
 
 
 # -- project ids, age, quota, unreadable ------------------------------------------------------
@@ -191,7 +244,7 @@ def test_quota_rows_and_findings(tmp_path: Path) -> None:
     assert quota["scope_documents"]["used"] == 4
     assert quota["search_scan_entries"]["used"] >= 6
     assert found(result) == {("quota", "big.md"), ("quota", deeper)}
-    assert {f["path"]: f["message"] for f in result["findings"]}[deeper].endswith(
+    assert {f["path"]: f["message"] for f in without_index(result)}[deeper].endswith(
         "(segment_bytes): shorten the name")
 
 
@@ -215,7 +268,7 @@ def test_answer_is_bounded_and_counts_stay_exact(tmp_path: Path) -> None:
     files.update({f"n/{i:04d}-{'x' * 180}.md": f"note number {i}\n" for i in range(400)})
     write(tmp_path, files)
     result = run(tmp_path)
-    assert result["counts"] == {"missing_description": 400}
+    assert result["counts"] == {"missing_description": 400, "unindexed": 1}  # one for n/
     assert len(result["findings"]) <= health.MAX_FINDINGS and result["truncated"] is True
     assert encoded_size(result) <= health.RESPONSE_MAX_BYTES
 

@@ -6,6 +6,9 @@ every view a person uses, against a real Hub, with writes made meanwhile by "age
 from __future__ import annotations
 
 import re
+import subprocess
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -328,3 +331,71 @@ def test_erasing_history_names_exactly_what_goes(page_hub: HubProcess, ui: PageC
     assert [change["revision"] for change in log["changes"]] == [current]
     assert content_of(page_hub, "ops.md") == "tokens live in the vault\n"
     assert page.errors == []
+
+
+def _synced_conflict(hub: HubProcess, other_home: Path) -> tuple[str, HubProcess]:
+    """A real sync through a bare repository with a second Hub (another machine), both
+    having changed the same line of prefs.md: this Hub keeps its text and the other's
+    copy beside it. The copy's path, and the other Hub (the caller stops it)."""
+    bare = other_home / "shared.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True, timeout=30)
+    other = HubProcess(other_home / "home")
+    for side in (hub, other):
+        side.call("/v1/admin/config", {"action": "set", "key": "memory.enabled",
+                                       "value": "true"})
+        status, added = side.call("/v1/memory/remotes", {"action": "add", "name": "origin",
+                                                         "url": str(bare)})
+        assert status == 200, added
+    write(hub, "MEMORY.md", "- [Preferences](prefs.md) — indentation\n")
+    write(hub, "prefs.md", "indent with tabs\n")
+    for side in (hub, other, hub):
+        assert side.call("/v1/memory/sync", {})[0] == 200
+    write(other, "prefs.md", "indent with 2 spaces\n")
+    write(hub, "prefs.md", "indent with 4 spaces\n")
+    assert other.call("/v1/memory/sync", {})[0] == 200
+    status, report = hub.call("/v1/memory/sync", {})
+    assert status == 200, report
+    (conflict,) = report["conflicts"]
+    assert conflict["of"] == "prefs.md"
+    return str(conflict["path"]), other
+
+
+@pytest.mark.parametrize("choice", ["Use this text", "Keep prefs.md"])
+def test_a_sync_conflict_is_marked_and_either_side_kept(
+        page_hub: HubProcess, ui: PageClient, browser_page: Any, choice: str) -> None:
+    with tempfile.TemporaryDirectory(prefix="amux-ui-sync-", dir="/tmp") as directory:
+        copy, other = _synced_conflict(page_hub, Path(directory))
+        try:
+            page = browser_page
+            open_page(page, ui)
+            row = page.locator(f"li.document[data-path='{copy}']")
+            expect(row.locator(".conflict-mark")).to_have_text("sync conflict of prefs.md")
+            expect(page.locator("li.document[data-path='prefs.md'] .conflict-mark")
+                   ).to_have_text("sync conflict: keep one")
+            page.locator("li.document[data-path='prefs.md'] a").click()
+            view = page.locator("article.document-view")
+            expect(view.locator("p.conflict")).to_contain_text("A sync kept the other side")
+            view.locator("p.conflict a").click()
+            box = page.locator("div.sync-conflict")
+            expect(box).to_contain_text("both sides changed the same lines")
+            expect(box.locator("pre.kept")).to_have_text("indent with 4 spaces\n")
+            expect(box.locator("pre.copy")).to_have_text("indent with 2 spaces\n")
+            box.get_by_role("button", name=choice).click()
+            page.locator("dialog#confirm").get_by_role("button", name="Confirm").click()
+            expect(page.locator("#notice")).to_contain_text("Resolved: prefs.md kept")
+            expect(page.locator("article.document-view h2")).to_have_text("prefs.md")
+            kept = "indent with 2 spaces\n" if choice == "Use this text" \
+                else "indent with 4 spaces\n"
+            assert content_of(page_hub, "prefs.md") == kept
+            assert content_of(page_hub, copy) is None
+            expect(page.locator(".conflict-mark")).to_have_count(0)
+            _, doctor = page_hub.call("/v1/memory/doctor", {})
+            assert [f for f in doctor["findings"] if f["category"] == "sync_conflict"] == []
+            _, log = page_hub.call("/v1/memory/log", {"path": "prefs.md"})
+            texts = {page_hub.call("/v1/memory/version", {
+                "path": "prefs.md", "revision": change["revision"]})[1]["content"]
+                for change in log["changes"] if change["operation"] != "forget"}
+            assert {"indent with 4 spaces\n", "indent with 2 spaces\n"} <= texts  # both kept
+            assert page.errors == []
+        finally:
+            other.stop()

@@ -5,7 +5,8 @@
 "use strict";
 
 const KEY = "amux-ui-key";
-const state = { me: null, scope: null, head: null, editing: null, live: 0, mine: [] };
+const state = { me: null, scope: null, head: null, editing: null, live: 0, mine: [],
+  copies: new Map() }; // copies: a document's sync conflict copies, from the last listing
 // What this page changes itself: its own writes are not news when the live watch sees them.
 const WRITES = new Set(["save", "forget", "restore", "purge"]);
 const MINE_SECONDS = 30;
@@ -209,6 +210,12 @@ async function tree(p) {
     }
     node.documents.push(document);
   }
+  state.copies = new Map();
+  for (const document of listing.documents) {
+    if (!document.conflict_of) continue;
+    if (!state.copies.has(document.conflict_of)) state.copies.set(document.conflict_of, []);
+    state.copies.get(document.conflict_of).push(document.path);
+  }
   const small = listing.documents.length <= 200; // every folder open; else the top only
   const render = (node, depth) => {
     const items = [];
@@ -227,8 +234,14 @@ async function tree(p) {
     }
     for (const document of node.documents) {
       const name = document.path.split("/").pop();
-      items.push(h("li", { class: "document", "data-path": document.path },
-        link({ view: "doc", path: document.path }, name),
+      const mark = document.conflict_of
+        ? h("span", { class: "badge conflict-mark" }, "sync conflict of "
+          + document.conflict_of.split("/").pop())
+        : state.copies.has(document.path)
+          ? h("span", { class: "badge conflict-mark" }, "sync conflict: keep one") : null;
+      items.push(h("li", { class: document.conflict_of ? "document conflict-copy" : "document",
+        "data-path": document.path },
+        link({ view: "doc", path: document.path }, name), mark,
         h("span", { class: "meta" }, bytes(document.bytes), " · ", short(document.revision),
           " · ", when(document.modified_at), " · ", author(document.changed))));
     }
@@ -284,6 +297,12 @@ function documentPane(document, p) {
     h("p", { class: "meta" }, "revision ", h("code", {}, short(document.revision)),
       " · changed ", when(document.modified_at), " · ", author(document.changed)),
     document.stale_note ? h("p", { class: "warning stale" }, document.stale_note) : null,
+    document.conflict_of ? syncConflict(document)
+      : (state.copies.get(document.path) || []).length ? h("p", { class: "conflict" },
+        "A sync kept the other side's text of this document beside it: ",
+        state.copies.get(document.path).map((copy, index) => [index ? ", " : "",
+          link({ view: "doc", path: copy }, copy.split("/").pop())]),
+        ". Open it to compare and keep one.") : null,
     h("p", { class: "actions" },
       link({ view: "doc", path: document.path, raw: raw ? null : "1" },
         raw ? "Rendered" : "Raw"),
@@ -294,6 +313,55 @@ function documentPane(document, p) {
     fields ? h("dl", { class: "front-matter" }, Object.entries(fields).map(
       ([name, value]) => [h("dt", {}, name), h("dd", {}, value)])) : null,
     body);
+}
+
+// A sync's conflict copy (NAME.sync-conflict-<hex>.md, amux/memory/conflicts.py): the other
+// side's text of NAME.md, kept because both sides changed the same lines. Either text wins
+// by an ordinary conditional save and forget; both stay in history.
+function syncConflict(copy) {
+  const original = copy.original || { exists: false };
+  const keep = async (text) => {
+    const question = text === null
+      ? "Keep " + copy.conflict_of + " as it is and forget this copy? The copy's text stays "
+        + "in history."
+      : "Save this copy's text as " + copy.conflict_of + " and forget the copy? "
+        + copy.conflict_of + "'s text now stays in history.";
+    if (!await confirmAction(question)) return;
+    try {
+      if (text !== null) {
+        await api("save", { scope: state.scope, path: copy.conflict_of, content: text,
+          expected_revision: original.exists ? original.revision : "absent" });
+      }
+      await api("forget", { scope: state.scope, path: copy.path,
+        expected_revision: copy.revision });
+    } catch (error) {
+      notice(error.code === "revision_conflict"
+        ? "Changed meanwhile, nothing overwritten: " + error.message + " Open it again."
+        : error.message);
+      return;
+    }
+    notice("Resolved: " + copy.conflict_of + " kept "
+      + (text === null ? "its own text" : "the other side's text") + "; the copy is forgotten.");
+    go({ view: "doc", path: copy.conflict_of });
+  };
+  return h("div", { class: "conflict sync-conflict", role: "note" },
+    h("h3", {}, "Sync conflict: the other side's text of " + copy.conflict_of),
+    h("p", {}, "A sync kept this text beside ", link({ view: "doc", path: copy.conflict_of },
+      copy.conflict_of), " because both sides changed the same lines. Nothing was lost: "
+      + "compare them and keep one, or edit " + copy.conflict_of + " to merge both."),
+    h("div", { class: "sides" },
+      h("div", {}, h("h4", {}, copy.conflict_of + (original.exists ? " (this side)"
+        : " (forgotten here)")), h("pre", { class: "kept" }, original.exists
+        ? original.content : "")),
+      h("div", {}, h("h4", {}, "This copy (the other side)"),
+        h("pre", { class: "copy" }, copy.content))),
+    h("p", { class: "actions" },
+      h("button", { type: "button", class: "primary", onclick: () => keep(copy.content) },
+        "Use this text"),
+      h("button", { type: "button", onclick: () => keep(null) },
+        "Keep " + copy.conflict_of.split("/").pop()),
+      link({ view: "edit", path: copy.conflict_of }, "Edit " + copy.conflict_of
+        .split("/").pop() + " to merge")));
 }
 
 async function forget(document) {
