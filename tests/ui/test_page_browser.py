@@ -396,6 +396,9 @@ def test_a_sync_conflict_is_marked_and_either_side_kept(
                 "path": "prefs.md", "revision": change["revision"]})[1]["content"]
                 for change in log["changes"] if change["operation"] != "forget"}
             assert {"indent with 4 spaces\n", "indent with 2 spaces\n"} <= texts  # both kept
+            page.goto(f"{ui.origin}/?view=history")  # the copy came by sync, and says so
+            expect(page.locator(f"tr[data-operation='create']:has-text('{copy}')")
+                   ).to_contain_text("(sync origin)")
             assert page.errors == []
         finally:
             other.stop()

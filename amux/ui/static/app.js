@@ -121,6 +121,7 @@ function author(change) {
   if (!change) return h("span", { class: "muted" }, "edited outside amux");
   const parts = [change.agent || change.principal || "by hand"];
   const out = h("span", { class: "author" }, parts.join(" "));
+  if (change.source) out.append(" ", source(change));
   if (change.session) {
     out.append(" · ", link({ view: "session", session: change.session },
       "session " + change.session.slice(0, 8)));
@@ -445,6 +446,12 @@ async function conflict(path, text, save) {
         state.editing = { path, revision }; } }, "Take theirs into the editor")));
 }
 
+// Where a change came from when not from an agent's or a person's write here: an import
+// ("claude memory") or a sync ("sync origin": the other side's change, applied here).
+function source(change) {
+  return h("span", { class: "source muted" }, "(" + change.source + ")");
+}
+
 function changeRow(change, p, pick) {
   const documentLink = change.operation === "forget" ? change.path
     : link({ view: "doc", path: change.path }, change.path);
@@ -453,7 +460,7 @@ function changeRow(change, p, pick) {
     h("td", {}, change.operation),
     h("td", {}, documentLink),
     h("td", {}, change.principal || "by hand"),
-    h("td", {}, change.agent || ""),
+    h("td", {}, change.agent || "", change.source ? source(change) : null),
     h("td", {}, change.session ? link({ view: "session", session: change.session },
       change.session.slice(0, 12)) : ""),
     h("td", {}, change.operation === "forget" ? h("span", { class: "muted" }, "—")
