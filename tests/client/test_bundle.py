@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 from amux.client.bundle import build_client, copy_client
@@ -68,3 +69,31 @@ def test_isolated_runs_copy_a_client_built_once(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-I", str(second), "memory", "--help"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and "search" in done.stdout
+
+
+def test_the_bundle_carries_its_bytecode_and_runs_without_it(tmp_path: Path) -> None:
+    """Python caches nothing it compiles from a zip: the bundle carries each module's
+    bytecode (unchecked-hash .pyc beside its .py), used by the Python that built it; a
+    python3 of another version (another magic number) compiles the sources instead."""
+    bundle = build_client(tmp_path / "amux-client.pyz")
+    with zipfile.ZipFile(bundle) as archive:
+        names = set(archive.namelist())
+    sources = {name for name in names if name.endswith(".py")}
+    assert "amux/client/cli.py" in sources and names == sources | {
+        name + "c" for name in sources}
+    probe = ("import sys; sys.path.insert(0, sys.argv[1]); import amux.client.cli as cli; "
+             "print(cli.__file__)")
+    loaded = subprocess.run([sys.executable, "-I", "-c", probe, str(bundle)],
+                            capture_output=True, text=True, timeout=60)
+    assert loaded.stdout.strip().endswith("amux/client/cli.pyc"), loaded.stderr
+    other = tmp_path / "other-python.pyz"  # as another Python version would find it
+    with zipfile.ZipFile(bundle) as source, zipfile.ZipFile(other, "w") as target:
+        for name in source.namelist():
+            data = source.read(name)
+            target.writestr(name, b"\0\0\r\n" + data[4:] if name.endswith(".pyc") else data)
+    loaded = subprocess.run([sys.executable, "-I", "-c", probe, str(other)],
+                            capture_output=True, text=True, timeout=60)
+    assert loaded.stdout.strip().endswith("amux/client/cli.py"), loaded.stderr
+    done = subprocess.run([sys.executable, "-I", str(other), "memory", "--help"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "search" in done.stdout, done.stderr
