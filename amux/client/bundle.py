@@ -7,7 +7,7 @@ It contains `amux/__init__.py`, the base it needs (`amux/encoding.py`, `amux/err
 `amux/faults.py`, `amux/typing_light.py`), `amux/client/*.py` and a `__main__.py`, nothing
 else, each beside its bytecode for the Python that built it (`NAME.pyc`, unchecked-hash:
 Python cannot cache what it compiles from a zip, so without them every start compiled
-the client again, ~20 ms; a `python3` of another version finds the magic number differs
+the client again, ~16 ms; a `python3` of another version finds the magic number differs
 and compiles the source, as before).
 """
 
