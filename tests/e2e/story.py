@@ -12,6 +12,8 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,18 +41,20 @@ PROMPTS = ["Remember: I indent with tabs.", "How do I indent?", "Correction: fou
 """The user's side of the four sessions of every agent's story."""
 
 
-def mcp_story(first_delay: float = 0.0) -> list[list[Step]]:
+def mcp_story(first_delay: float = 0.0,
+              call: Callable[[str, dict[str, Any]], ToolCall] = mcp) -> list[list[Step]]:
     """The model's side of the story over the MCP tools: save, search, read and correct,
-    forget, then the resumed first session."""
+    forget, then the resumed first session. `call` names a tool as the agent's model sees
+    it (default: the `amux` server's tool, each API's own form)."""
     return [
-        [ToolCall("memory_upsert", {"path": PATH, "content": FIRST,
-                                    "expected_revision": "absent"}, "amux", delay=first_delay),
+        [replace(call("memory_upsert", {"path": PATH, "content": FIRST,
+                                        "expected_revision": "absent"}), delay=first_delay),
          Text("Saved.")],
-        [mcp("memory_search", {"query": "tabs"}), Text("You indent with tabs.")],
-        [mcp("memory_get", {"path": PATH}),
-         mcp("memory_upsert", {"path": PATH, "content": SECOND,
-                               "expected_revision": revision(FIRST)}), Text("Corrected.")],
-        [mcp("memory_forget", {"path": PATH, "expected_revision": revision(SECOND)}),
+        [call("memory_search", {"query": "tabs"}), Text("You indent with tabs.")],
+        [call("memory_get", {"path": PATH}),
+         call("memory_upsert", {"path": PATH, "content": SECOND,
+                                "expected_revision": revision(FIRST)}), Text("Corrected.")],
+        [call("memory_forget", {"path": PATH, "expected_revision": revision(SECOND)}),
          Text("Forgotten.")],
         [Text("Resumed.")],
     ]

@@ -32,21 +32,18 @@ import pytest
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
 from tests.e2e.story import (
-    FIRST,
-    PATH,
     PROMPTS,
-    SECOND,
     USER_MCP,
     amux_run,
     bounded,
     chat_tools,
     check_store_story,
-    revision,
+    mcp_story,
     sessions,
 )
 from tests.hubproc import HubProcess
 from tests.isolation.world import World, user_a
-from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall
+from tests.mockmodel import MockModel, Recorded, Text, ToolCall
 from tests.mockmodel.agents import base_env, cline_env, processes_below
 from tests.peers import npm_bin
 
@@ -127,21 +124,6 @@ def rules(request: Recorded) -> str:
     return text[text.index("\n# Rules\n"):]
 
 
-def story() -> list[list[Step]]:
-    """The four sessions of every agent's story over Cline's tool names, then the resumed
-    first one."""
-    return [
-        [call("memory_upsert", {"path": PATH, "content": FIRST, "expected_revision": "absent"}),
-         Text("Saved.")],
-        [call("memory_search", {"query": "tabs"}), Text("You indent with tabs.")],
-        [call("memory_get", {"path": PATH}),
-         call("memory_upsert", {"path": PATH, "content": SECOND,
-                                "expected_revision": revision(FIRST)}), Text("Corrected.")],
-        [call("memory_forget", {"path": PATH, "expected_revision": revision(SECOND)}),
-         Text("Forgotten.")],
-        [Text("Resumed.")],
-    ]
-
 
 def result(model: MockModel, tool: str, index: int = -1) -> str:
     found = model.tool_results(f"amux__{tool}")
@@ -195,7 +177,7 @@ def test_cline_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
     a session of its own, headless at Cline's defaults; (6) resuming the first amux session
     continues the same Cline session with a byte-identical system message and tools. The
     user's files are untouched and no background daemon ran."""
-    with MockModel(*story()) as model:
+    with MockModel(*mcp_story(call=call)) as model:
         env, work = user_setup(tmp_path, model)
         before = users_files(env, work)
         for prompt in PROMPTS:

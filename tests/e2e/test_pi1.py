@@ -21,19 +21,16 @@ from amux.adapters.pi import MCP_EXTENSION
 from amux.client.tools import TOOLS
 from amux.protocol.render import render
 from tests.e2e.story import (
-    FIRST,
-    PATH,
     PROMPTS,
-    SECOND,
     USER_MCP,
     amux_run,
     bounded,
     check_store_story,
-    revision,
+    mcp_story,
     sessions,
 )
 from tests.hubproc import HubProcess
-from tests.mockmodel import MockModel, Recorded, Step, Text, ToolCall
+from tests.mockmodel import MockModel, Recorded, Text, ToolCall
 from tests.mockmodel.agents import pi_env
 from tests.peers import npm_bin
 
@@ -49,20 +46,6 @@ AMUX_TOOLS = {f"mcp__amux__{tool['name']}" for tool in TOOLS}
 def call(tool: str, arguments: dict[str, Any]) -> ToolCall:
     return ToolCall(f"mcp__amux__{tool}", arguments)
 
-
-def story() -> list[list[Step]]:
-    """The four sessions over Pi's direct MCP tools (`mcp__amux__…`), then the resume."""
-    return [
-        [call("memory_upsert", {"path": PATH, "content": FIRST, "expected_revision": "absent"}),
-         Text("Saved.")],
-        [call("memory_search", {"query": "tabs"}), Text("You indent with tabs.")],
-        [call("memory_get", {"path": PATH}),
-         call("memory_upsert", {"path": PATH, "content": SECOND,
-                                "expected_revision": revision(FIRST)}), Text("Corrected.")],
-        [call("memory_forget", {"path": PATH, "expected_revision": revision(SECOND)}),
-         Text("Forgotten.")],
-        [Text("Resumed.")],
-    ]
 
 
 def user_setup(root: Path, model: MockModel) -> tuple[dict[str, str], Path]:
@@ -123,7 +106,7 @@ def test_pi1_saves_recalls_corrects_forgets_and_resumes(memory_hub: HubProcess,
     byte-identical system message and tools; the user's files untouched, the session's
     token never in Pi's tree and revoked after each run."""
     before = tokens(memory_hub)
-    with MockModel(*story()) as model:
+    with MockModel(*mcp_story(call=call)) as model:
         env, work = user_setup(tmp_path, model)
         agent = Path(env["PI_CODING_AGENT_DIR"])
         mine = snapshot(work) | {k: v for k, v in snapshot(agent).items()
