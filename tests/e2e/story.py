@@ -23,6 +23,8 @@ from tests.mockmodel.agents import base_env
 from tests.peers import agent_bins
 
 USER_MCP = Path(__file__).with_name("user_mcp.py")
+USER_RULE = "USER-RULE-LINE: answer like a pirate."
+PROJECT_RULE = "PROJECT-RULE-LINE: this repository uses tabs."
 """A user's own MCP server (stdio), for the agents to load beside amux's."""
 
 TIMEOUT = 180
@@ -167,6 +169,25 @@ def opencode_system_text(request: Recorded) -> str:
     first = request.body["messages"][0]
     assert first["role"] == "system"
     return str(first["content"])
+
+
+def opencode_family_user(root: Path, model: MockModel, agent: str, schema: str,
+                         agent_env: Callable[..., dict[str, str]]) -> tuple[dict[str, str], Path]:
+    """The user of OpenCode or its fork Kilo (`agent`: its config's name): an instruction file
+    in their own config content (`agent_env`), a global `<agent>.json` with an MCP server of
+    theirs and `permission: {"*": "ask"}`, and a project with an `AGENTS.md`; nothing of
+    amux in either. Their environment and the project's directory."""
+    config = root / "home" / ".config" / agent
+    config.mkdir(parents=True)
+    rules = root / "user-rules.md"
+    rules.write_text(USER_RULE + "\n")
+    (config / f"{agent}.json").write_text(json.dumps({
+        "$schema": schema, "permission": {"*": "ask"},
+        "mcp": {"mine": {"type": "local", "command": [sys.executable, str(USER_MCP)]}}}))
+    work = root / "work"
+    work.mkdir()
+    (work / "AGENTS.md").write_text(PROJECT_RULE + "\n")
+    return agent_env(root, model, {"instructions": [str(rules)]}), work
 
 
 def check_opencode_family_story(hub: HubProcess, model: MockModel, main: list[Recorded],

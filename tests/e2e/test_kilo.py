@@ -22,14 +22,18 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from amux.client.tools import TOOLS
 from tests.agentstores import enable_kilo_memory
 from tests.e2e.story import (
-    USER_MCP,
+    PROJECT_RULE,
+    USER_RULE,
     amux_run,
     bounded,
     chat_tools,
     check_opencode_family_story,
+    opencode_family_user,
     opencode_is_side,
     opencode_system_text,
     sessions,
@@ -42,8 +46,6 @@ from tests.peers import npm_bin
 
 PATH = "preferences/editor.md"
 FACT = "Indent with tabs.\n"
-USER_RULE = "USER-RULE-LINE: answer like a pirate."
-PROJECT_RULE = "PROJECT-RULE-LINE: this repository uses tabs."
 NATIVE_FACT = "KILO-NATIVE-FACT: the build uses make."
 UPSERT = ToolCall("amux_memory_upsert", {"path": PATH, "content": FACT,
                                          "expected_revision": "absent"})
@@ -55,17 +57,7 @@ TOKEN = re.compile(r"amux_[A-Za-z0-9_-]{43}")
 
 def user_setup(root: Path, model: MockModel) -> tuple[dict[str, str], Path]:
     """The user's environment and project (module doc); nothing of amux in either."""
-    config = root / "home" / ".config" / "kilo"
-    config.mkdir(parents=True)
-    rules = root / "user-rules.md"
-    rules.write_text(USER_RULE + "\n")
-    (config / "kilo.json").write_text(json.dumps({
-        "$schema": "https://app.kilo.ai/config.json", "permission": {"*": "ask"},
-        "mcp": {"mine": {"type": "local", "command": [sys.executable, str(USER_MCP)]}}}))
-    work = root / "work"
-    work.mkdir()
-    (work / "AGENTS.md").write_text(PROJECT_RULE + "\n")
-    return kilo_env(root, model, {"instructions": [str(rules)]}), work
+    return opencode_family_user(root, model, "kilo", "https://app.kilo.ai/config.json", kilo_env)
 
 
 def snapshot(*roots: Path) -> dict[str, bytes]:
@@ -154,22 +146,11 @@ def live_tokens(hub: HubProcess) -> int:
 
 
 def tree(root: int) -> list[int]:
-    """`root` and every process under it (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            parent = int(stat.rpartition(")")[2].split()[1])
-            children.setdefault(parent, []).append(int(entry))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo += children.get(pid, [])
-    return found
+    """`root` and every process under it."""
+    try:
+        return [root, *(child.pid for child in psutil.Process(root).children(recursive=True))]
+    except psutil.NoSuchProcess:
+        return [root]
 
 
 def test_the_token_never_reaches_kilos_tree_and_is_revoked_after(memory_hub: HubProcess,

@@ -14,15 +14,16 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 from amux.client.tools import TOOLS
 from tests.e2e.story import (
-    USER_MCP,
+    PROJECT_RULE,
+    USER_RULE,
     amux_run,
     chat_tools,
     check_opencode_family_story,
+    opencode_family_user,
     opencode_is_side,
     opencode_system_text,
     sessions,
@@ -35,8 +36,6 @@ from tests.peers import npm_bin
 
 PATH = "preferences/editor.md"
 FACT = "Indent with tabs.\n"
-USER_RULE = "USER-RULE-LINE: answer like a pirate."
-PROJECT_RULE = "PROJECT-RULE-LINE: this repository uses tabs."
 UPSERT = ToolCall("amux_memory_upsert", {"path": PATH, "content": FACT,
                                          "expected_revision": "absent"})
 SEARCH = ToolCall("amux_memory_search", {"query": "tabs"})
@@ -45,17 +44,8 @@ AMUX_TOOLS = [f"amux_{tool['name']}" for tool in TOOLS]
 
 def user_setup(root: Path, model: MockModel) -> tuple[dict[str, str], Path]:
     """The user's environment and project (module doc); nothing of amux in either."""
-    config = root / "home" / ".config" / "opencode"
-    config.mkdir(parents=True)
-    rules = root / "user-rules.md"
-    rules.write_text(USER_RULE + "\n")
-    (config / "opencode.json").write_text(json.dumps({
-        "$schema": "https://opencode.ai/config.json", "permission": {"*": "ask"},
-        "mcp": {"mine": {"type": "local", "command": [sys.executable, str(USER_MCP)]}}}))
-    work = root / "work"
-    work.mkdir()
-    (work / "AGENTS.md").write_text(PROJECT_RULE + "\n")
-    return opencode_env(root, model, {"instructions": [str(rules)]}), work
+    return opencode_family_user(root, model, "opencode", "https://opencode.ai/config.json",
+                                opencode_env)
 
 
 def test_opencode_saves_recalls_and_resumes_through_amux(memory_hub: HubProcess,
