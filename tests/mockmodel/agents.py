@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from amux.adapters.opencode import xdg_dirs
 from tests.mockmodel.server import MockModel, Recorded, default_is_side
 
 REPO = Path(__file__).resolve().parents[2]
@@ -182,6 +183,15 @@ def opencode_provider(model: MockModel) -> dict[str, Any]:
         "model": "mock/mock-model"}
 
 
+def made_xdg_dirs(home: str) -> dict[str, str]:
+    """The XDG directories of `home` at their defaults (where OpenCode and Kilo keep config,
+    data, cache and state: `amux.adapters.opencode.xdg_dirs`), made."""
+    dirs = xdg_dirs(home)
+    for directory in dirs.values():
+        os.makedirs(directory, exist_ok=True)
+    return dirs
+
+
 def opencode_env(root: Path, model: MockModel, config: dict[str, Any] | None = None,
                  **extra: str) -> dict[str, str]:
     """OpenCode against the mock: HOME=root/home with every XDG directory under it, the mock
@@ -190,12 +200,7 @@ def opencode_env(root: Path, model: MockModel, config: dict[str, Any] | None = N
     `@opencode-ai/plugin` into each config directory at every start, and its first prompt
     waits for that). These three are sandbox settings, not amux's."""
     env = base_env(root)
-    home = Path(env["HOME"])
-    dirs = {"XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local" / "share",
-            "XDG_CACHE_HOME": home / ".cache", "XDG_STATE_HOME": home / ".local" / "state"}
-    for directory in dirs.values():
-        directory.mkdir(parents=True, exist_ok=True)
-    return {**env, **{name: str(path) for name, path in dirs.items()},
+    return {**env, **made_xdg_dirs(env["HOME"]),
             "OPENCODE_CONFIG_CONTENT": json.dumps({**opencode_provider(model), **(config or {})}),
             "OPENCODE_DISABLE_MODELS_FETCH": "1", "OPENCODE_DISABLE_AUTOUPDATE": "1",
             "npm_config_offline": "true", **extra}
@@ -212,12 +217,7 @@ def kilo_env(root: Path, model: MockModel, config: dict[str, Any] | None = None,
     (Kilo installs `@kilocode/plugin` into each config directory), and no PostHog telemetry
     (unreachable here, its shutdown waits 2 s for it). Sandbox settings, not amux's."""
     env = base_env(root)
-    home = Path(env["HOME"])
-    dirs = {"XDG_CONFIG_HOME": home / ".config", "XDG_DATA_HOME": home / ".local" / "share",
-            "XDG_CACHE_HOME": home / ".cache", "XDG_STATE_HOME": home / ".local" / "state"}
-    for directory in dirs.values():
-        directory.mkdir(parents=True, exist_ok=True)
-    return {**env, **{name: str(path) for name, path in dirs.items()},
+    return {**env, **made_xdg_dirs(env["HOME"]),
             "KILO_CONFIG_CONTENT": json.dumps({**opencode_provider(model), **(config or {})}),
             "KILO_DISABLE_MODELS_FETCH": "1", "KILO_DISABLE_AUTOUPDATE": "1",
             "KILO_TELEMETRY_LEVEL": "off", "npm_config_offline": "true", **extra}
