@@ -317,6 +317,17 @@ def _import_folder(root: str, prefix: str, skipped: list[Skipped], kind: str | N
         notes.append(Note(full, f"{prefix}{rel}", text))
 
 
+def _project_keys(base: str, *inner: str) -> list[str]:
+    """The names in `base`, sorted, of the projects whose `<base>/<name>/<inner…>` is a
+    folder and not a link; none when `base` does not exist."""
+    try:
+        keys = sorted(os.listdir(base))
+    except FileNotFoundError:
+        return []
+    return [key for key in keys if os.path.isdir(os.path.join(base, key, *inner))
+            and not os.path.islink(os.path.join(base, key, *inner))]
+
+
 def _project_stores(store: str, base: str, env: Mapping[str, str], options: Options,
                     locate: Callable[[str, str], tuple[str | None, str]]) -> Gathered:
     """A store of `<base>/<project key>/memory/` folders (Claude Code, Qwen Code's
@@ -324,14 +335,8 @@ def _project_stores(store: str, base: str, env: Mapping[str, str], options: Opti
     notes: list[Note] = []
     skipped: list[Skipped] = []
     projects: list[Project] = []
-    try:
-        keys = sorted(os.listdir(base))
-    except FileNotFoundError:
-        keys = []
-    for key in keys:
+    for key in _project_keys(base, "memory"):
         memory = os.path.join(base, key, "memory")
-        if not os.path.isdir(memory) or os.path.islink(memory):
-            continue
         path, recorded = locate(key, os.path.join(base, key))
         found = project(key, path, env, options.project_ids, recorded)
         projects.append(found)
@@ -475,14 +480,8 @@ def kilo(env: Mapping[str, str], options: Options) -> Gathered:
     notes: list[Note] = []
     skipped: list[Skipped] = []
     projects: list[Project] = []
-    try:
-        keys = sorted(os.listdir(base))
-    except FileNotFoundError:
-        keys = []
-    for key in keys:
+    for key in _project_keys(base):
         folder_path = os.path.join(base, key)
-        if not os.path.isdir(folder_path) or os.path.islink(folder_path):
-            continue
         path, recorded = _kilo_project(folder_path, key, skipped)
         found = project(key, path, env, options.project_ids, recorded)
         projects.append(found)
